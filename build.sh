@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The one entry point: installs what is missing (apt), configures, builds, then
+#   ./build.sh run     generates the default AOT kernel set (DeepSeek-R1, gfx942 + gfx950)
+#   ./build.sh check   runs every test suite (lit, GoogleTest through CTest, pytest)
+#   ./build.sh build   only builds
+# Environment: BUILD_DIR (default build), JOBS (default: all cores), OUT (run's output
+# directory, default out/kernels).
+set -euo pipefail
+
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+JOBS=${JOBS:-$(nproc)}
+LLVM_PREFIX=/usr/lib/llvm-22
+PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 liblld-22-dev
+  libgtest-dev pybind11-dev python3-dev python3-numpy python3-pytest ninja-build cmake g++
+  zlib1g-dev libzstd-dev)
+
+install_deps() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "build.sh: installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+configure_and_build() {
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DMLIR_DIR=$LLVM_PREFIX/lib/cmake/mlir \
+      -DLLD_DIR=$LLVM_PREFIX/lib/cmake/lld \
+      -DLLVM_EXTERNAL_LIT=$LLVM_PREFIX/bin/lit \
+      -DPython3_EXECUTABLE=/usr/bin/python3
+  fi
+  ninja -C "$BUILD_DIR" -j "$JOBS" all mla-fp8-unittests
+}
+
+run_main() {
+  local out=${OUT:-$ROOT/out/kernels}
+  if [ -x "$BUILD_DIR/bin/mla-fp8-aot" ]; then
+    "$BUILD_DIR/bin/mla-fp8-aot" -o "$out" --jobs "$JOBS"
+  else
+    # Until the AOT generator lands: the lowering driver on the sample graph.
+    "$BUILD_DIR/bin/mla-fp8-opt" "$ROOT/test/Samples/deepseek-r1-tp8.mlir"
+  fi
+}
+
+# Runs every suite, prints each runner's own summary, then one closing line.
+run_checks() {
+  local log=$BUILD_DIR/check-logs
+  mkdir -p "$log"
+  local status=0 passed=0 failed=0 n
+
+  echo "== lit"
+  "$LLVM_PREFIX/bin/lit" -sv "$BUILD_DIR/test" 2>&1 | tee "$log/lit.txt" || status=1
+  n=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log/lit.txt" | tail -1); passed=$((passed + ${n:-0}))
+  n=$(sed -n "s/^ *\\(Failed\\|Unresolved\\|Timed Out\\) *: *\\([0-9]*\\).*/\\2/p" "$log/lit.txt" | awk '{s+=$1} END {print s+0}')
+  failed=$((failed + ${n:-0}))
+
+  echo "== GoogleTest (ctest)"
+  (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS") 2>&1 | tee "$log/ctest.txt" || status=1
+  n=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2-\1/p' "$log/ctest.txt" | tail -1)
+  [ -n "$n" ] && passed=$((passed + n))
+  n=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p' "$log/ctest.txt" | tail -1)
+  failed=$((failed + ${n:-0}))
+
+  if [ -d "$ROOT/python-bindings/tests" ]; then
+    echo "== pytest"
+    PYTHONPATH="$BUILD_DIR/python-bindings:${PYTHONPATH:-}" MLAFP8_BUILD_DIR="$BUILD_DIR" \
+      /usr/bin/python3 -m pytest -q "$ROOT/python-bindings/tests" 2>&1 | tee "$log/pytest.txt" || status=1
+    n=$(grep -Eo '[0-9]+ passed' "$log/pytest.txt" | tail -1 | grep -Eo '[0-9]+' || true); passed=$((passed + ${n:-0}))
+    n=$(grep -Eo '[0-9]+ (failed|error)' "$log/pytest.txt" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}' || true)
+    failed=$((failed + ${n:-0}))
+  fi
+
+  [ "$failed" -eq 0 ] || status=1
+  echo
+  echo "mla-fp8: $passed passed, $failed failed"
+  return $status
+}
+
+cmd=${1:-run}
+case "$cmd" in
+  run) install_deps; configure_and_build; run_main ;;
+  check) install_deps; configure_and_build; run_checks ;;
+  build) install_deps; configure_and_build ;;
+  *) echo "usage: $0 [run|check|build]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,28 @@
+# -*- Python -*-
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "MLA-FP8"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "Unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.mlafp8_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tools = [
+    ToolSubst("mla-fp8-opt", unresolved="ignore"),
+    ToolSubst("mla-fp8-aot", unresolved="ignore"),
+    ToolSubst("mla-fp8-emu", unresolved="ignore"),
+    "llvm-objdump",
+    "llvm-readelf",
+    "llvm-mc",
+]
+llvm_config.add_tool_substitutions(tools, [config.mlafp8_tools_dir, config.llvm_tools_dir])
+config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%shared", os.path.join(config.mlafp8_src_root, "..", "shared")))
