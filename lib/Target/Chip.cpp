@@ -43,7 +43,7 @@ static const ChipInfo kChips[] = {
         /*maxWavesPerSimd=*/8,
         /*simdsPerCU=*/4,
         /*numCUs=*/304,
-        /*fp8Format=*/FP8Format::FNUZ,
+        /*fp8Format=*/FP8Family::FNUZ,
         /*fp8E4M3TypeName=*/"f8E4M3FNUZ",
         /*fp8E5M2TypeName=*/"f8E5M2FNUZ",
         /*fp8MfmaShapes=*/kGfx942Mfmas,
@@ -63,7 +63,7 @@ static const ChipInfo kChips[] = {
         /*maxWavesPerSimd=*/8,
         /*simdsPerCU=*/4,
         /*numCUs=*/256,
-        /*fp8Format=*/FP8Format::OCP,
+        /*fp8Format=*/FP8Family::OCP,
         /*fp8E4M3TypeName=*/"f8E4M3FN",
         /*fp8E5M2TypeName=*/"f8E5M2",
         /*fp8MfmaShapes=*/kGfx950Mfmas,
@@ -72,11 +72,11 @@ static const ChipInfo kChips[] = {
     },
 };
 
-StringRef mlir::mlafp8::stringifyFP8Format(FP8Format format) {
+StringRef mlir::mlafp8::stringifyFP8Family(FP8Family format) {
   switch (format) {
-  case FP8Format::FNUZ:
+  case FP8Family::FNUZ:
     return "FNUZ";
-  case FP8Format::OCP:
+  case FP8Family::OCP:
     return "OCP";
   }
   llvm_unreachable("unknown fp8 format");
@@ -123,11 +123,11 @@ std::string mlir::mlafp8::describeUnsupportedChip(StringRef name) {
 /// The builtin fp8 types and the encoding family each belongs to; E4M3/E5M2
 /// without FNUZ are OCP. Types absent here (f8E4M3, f8E3M4, f8E4M3B11FNUZ,
 /// f8E8M0FNU) no chip's fp8 MFMA takes.
-static std::optional<FP8Format> getFP8FormatOfTypeName(StringRef name) {
+static std::optional<FP8Family> getFP8FamilyOfTypeName(StringRef name) {
   if (name == "f8E4M3FNUZ" || name == "f8E5M2FNUZ")
-    return FP8Format::FNUZ;
+    return FP8Family::FNUZ;
   if (name == "f8E4M3FN" || name == "f8E5M2")
-    return FP8Format::OCP;
+    return FP8Family::OCP;
   return std::nullopt;
 }
 
@@ -140,17 +140,17 @@ mlir::mlafp8::checkFP8FormatForChip(const ChipInfo &chip,
 
   std::string message;
   llvm::raw_string_ostream os(message);
-  std::optional<FP8Format> format = getFP8FormatOfTypeName(fp8TypeName);
+  std::optional<FP8Family> format = getFP8FamilyOfTypeName(fp8TypeName);
   if (!format) {
     os << chip.name << " has no fp8 MFMA for '" << fp8TypeName << "'; it uses "
-       << stringifyFP8Format(chip.fp8Format) << " fp8 (" << chip.fp8E4M3TypeName
+       << stringifyFP8Family(chip.fp8Format) << " fp8 (" << chip.fp8E4M3TypeName
        << " or " << chip.fp8E5M2TypeName << ")";
     return message;
   }
   // Name the type of the same width split (E4M3 vs E5M2) the caller asked for.
   StringRef wanted = fp8TypeName.starts_with("f8E4M3") ? chip.fp8E4M3TypeName
                                                        : chip.fp8E5M2TypeName;
-  os << chip.name << " uses " << stringifyFP8Format(chip.fp8Format) << " fp8 ("
+  os << chip.name << " uses " << stringifyFP8Family(chip.fp8Format) << " fp8 ("
      << wanted << "), not " << fp8TypeName;
   return message;
 }

@@ -19,7 +19,7 @@
 namespace mlir::mlafp8 {
 
 /// The fp8 encoding a chip's MFMA and convert instructions implement.
-enum class FP8Format {
+enum class FP8Family {
   /// gfx942: "no negative zero, no infinities" encodings (bias 8 / 16).
   FNUZ,
   /// gfx950: the OCP OFP8 encodings (E4M3 with NaN only, E5M2 IEEE-like).
@@ -27,7 +27,7 @@ enum class FP8Format {
 };
 
 /// Returns "FNUZ" or "OCP".
-StringRef stringifyFP8Format(FP8Format format);
+StringRef stringifyFP8Family(FP8Family format);
 
 /// An fp8 MFMA instruction shape: D(MxN) += A(MxK) * B(KxN) per wave.
 struct MfmaShape {
@@ -68,7 +68,7 @@ struct ChipInfo {
   /// Compute units of the full product (MI300X / MI355X).
   unsigned numCUs;
   /// The fp8 encoding of the chip's MFMAs and converts.
-  FP8Format fp8Format;
+  FP8Family fp8Format;
   /// MLIR builtin type names of the two fp8 formats the chip computes with.
   StringRef fp8E4M3TypeName;
   StringRef fp8E5M2TypeName;
