@@ -1,0 +1,604 @@
+//===- PrequantBmmTest.cpp - Reference of the quantized bmm ---------------===//
+//
+// A hand-worked case with exact expected bits, and random cases against a
+// second, deliberately naive implementation: dequantize all of X into a dense
+// f64 array first, then a plain triple loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla-fp8/Reference/PrequantBmm.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+using namespace mlir::mlafp8;
+
+namespace {
+
+uint16_t bf16(double value) { return doubleToBF16(value); }
+
+//===----------------------------------------------------------------------===//
+// Hand-worked case
+//===----------------------------------------------------------------------===//
+
+// E4M3FNUZ (FMAX 240), G = 2, K = 4: two groups per row.
+//   row 0: [1, 0.30078125, -2, 0.5]
+//     g0 amax 1: q = [240, 72.1875 -> 72]   g1 amax 2: q = [-240, 60]
+//   row 1: [-3, 1, 0, 0]
+//     g0 amax 3: q = [-240, 80]              g1 all zero: q = [0, 0]
+//   w0 = [1, 0.5, 0.25, 2], w1 = [-1, 2, 1, 0.125]
+// With s = amax / 240 (up to f32 rounding of 1/240, far below a bf16 ulp):
+//   y00 = (276 / 240 + 2 * 60 / 240) * ws     = 396 / 240 * ws
+//   y01 = (-96 / 240 + 2 * -232.5 / 240) * ws = -561 / 240 * ws
+//   y10 = 3 * -200 / 240 * ws = -2.5 * ws;   y11 = 3 * 400 / 240 * ws = 5 * ws
+// ws = 0.5: 0.825 -> bf16 211/256 (0x3F53); -1.16875 -> -150/128 (0xBF96);
+// -1.25 (0xBFA0); 2.5 (0x4020).
+struct HandCase {
+  uint16_t x[8];
+  uint8_t w[8];
+  float ws = 0.5f;
+  HandCase() {
+    const double xValues[8] = {1.0, 0.30078125, -2.0, 0.5, -3.0, 1.0, 0.0, 0.0};
+    for (int i = 0; i < 8; ++i)
+      x[i] = bf16(xValues[i]);
+    // 1 = 0x40, 0.5 = 0x38, 0.25 = 0x30, 2 = 0x48, -1 = 0xC0, 0.125 = 0x28.
+    const uint8_t wBits[8] = {0x40, 0x38, 0x30, 0x48, 0xC0, 0x48, 0x40, 0x28};
+    std::copy(wBits, wBits + 8, w);
+  }
+  PrequantBmmArgs getArgs(uint16_t *y) const {
+    PrequantBmmArgs args;
+    args.B = 1;
+    args.M = 2;
+    args.N = 2;
+    args.K = 4;
+    args.groupSize = 2;
+    args.format = FP8Format::E4M3FNUZ;
+    args.inputType = OutType::BF16;
+    args.x = x;
+    args.xStrideB = 8;
+    args.xStrideM = 4;
+    args.w = w;
+    args.weightDescale = &ws;
+    args.outType = OutType::BF16;
+    args.y = y;
+    args.yStrideB = 4;
+    args.yStrideM = 2;
+    return args;
+  }
+};
+
+TEST(PrequantBmmTest, HandWorkedQuantizedRows) {
+  HandCase hand;
+  uint8_t q[4];
+  float scales[2];
+  quantizeActivationRow(hand.x, OutType::BF16, 4, 2, FP8Format::E4M3FNUZ, q,
+                        scales);
+  // 240 = 0x7F, 72 = 0x71, -240 = 0xFF, 60 = 0x6F.
+  EXPECT_EQ(int(q[0]), 0x7F);
+  EXPECT_EQ(int(q[1]), 0x71);
+  EXPECT_EQ(int(q[2]), 0xFF);
+  EXPECT_EQ(int(q[3]), 0x6F);
+  EXPECT_EQ(scales[0], 1.0f * (1.0f / 240.0f));
+  EXPECT_EQ(scales[1], 2.0f * (1.0f / 240.0f));
+  quantizeActivationRow(hand.x + 4, OutType::BF16, 4, 2, FP8Format::E4M3FNUZ, q,
+                        scales);
+  // -240 = 0xFF, 80 = 0x72; the zero group quantizes to +0 at the floor scale.
+  EXPECT_EQ(int(q[0]), 0xFF);
+  EXPECT_EQ(int(q[1]), 0x72);
+  EXPECT_EQ(int(q[2]), 0x00);
+  EXPECT_EQ(int(q[3]), 0x00);
+  EXPECT_EQ(scales[0], 3.0f * (1.0f / 240.0f));
+  EXPECT_EQ(scales[1], 1e-10f * (1.0f / 240.0f));
+}
+
+TEST(PrequantBmmTest, HandWorkedOutputBits) {
+  HandCase hand;
+  uint16_t y[4] = {0, 0, 0, 0};
+  std::string error;
+  ASSERT_TRUE(referencePrequantBmm(hand.getArgs(y), &error)) << error;
+  EXPECT_EQ(y[0], 0x3F53);
+  EXPECT_EQ(y[1], 0xBF96);
+  EXPECT_EQ(y[2], 0xBFA0);
+  EXPECT_EQ(y[3], 0x4020);
+
+  std::vector<double> exact;
+  ASSERT_TRUE(referencePrequantBmmF64(hand.getArgs(nullptr), exact, &error))
+      << error;
+  ASSERT_EQ(exact.size(), 4u);
+  const double expected[4] = {396.0 / 480, -561.0 / 480, -1.25, 2.5};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(exact[i], expected[i], 1e-6) << i;
+}
+
+TEST(PrequantBmmTest, HandWorkedBiasF16OutputTransposed) {
+  HandCase hand;
+  // Bias [0.5, -0.25] in f16; Y in (M, B, N) order inside a wider buffer.
+  const uint16_t bias[2] = {0x3800, 0xB400};
+  uint16_t y[8];
+  std::fill(y, y + 8, 0xDEAD);
+  PrequantBmmArgs args = hand.getArgs(y);
+  args.bias = bias;
+  args.outType = OutType::F16;
+  args.yStrideB = 2;
+  args.yStrideM = 4;
+  std::string error;
+  ASSERT_TRUE(referencePrequantBmm(args, &error)) << error;
+  // 1.325 -> 1357/1024 (0x3D4D); -1.41875 -> -1453/1024 (0xBDAD);
+  // -0.75 (0xBA00); 2.25 (0x4080).
+  EXPECT_EQ(y[0], 0x3D4D);
+  EXPECT_EQ(y[1], 0xBDAD);
+  EXPECT_EQ(y[4], 0xBA00);
+  EXPECT_EQ(y[5], 0x4080);
+  for (int i : {2, 3, 6, 7})
+    EXPECT_EQ(y[i], 0xDEAD) << i;
+}
+
+TEST(PrequantBmmTest, PartialLastGroupUsesOnlyExistingColumns) {
+  // K = 3, G = 2: the last group is [x2] alone, so its amax is |x2| and it
+  // quantizes to exactly FMAX even though the first group's amax is larger.
+  const uint16_t x[3] = {bf16(8.0), bf16(1.0), bf16(0.375)};
+  uint8_t q[3];
+  float scales[2];
+  quantizeActivationRow(x, OutType::BF16, 3, 2, FP8Format::E4M3FN, q, scales);
+  EXPECT_EQ(getNumGroups(3, 2), 2);
+  EXPECT_EQ(scales[1], 0.375f * (1.0f / 448.0f));
+  EXPECT_EQ(int(q[2]), 0x7E);
+  EXPECT_EQ(int(q[0]), 0x7E);
+  EXPECT_EQ(decodeFP8(q[1], FP8Format::E4M3FN), 56.0f);
+}
+
+//===----------------------------------------------------------------------===//
+// Naive second implementation
+//===----------------------------------------------------------------------===//
+
+/// Independent reading of SPEC.md: dequantize every X element into one dense
+/// (B, M, K) array of s * q (exact in f64), then Y by a plain triple loop.
+std::vector<uint16_t> naivePrequantBmm(const PrequantBmmArgs &a,
+                                       std::vector<double> *unrounded) {
+  float fmax = getFP8Max(a.format);
+  std::vector<double> dequantized(a.B * a.M * a.K);
+  for (int64_t b = 0; b < a.B; ++b) {
+    for (int64_t m = 0; m < a.M; ++m) {
+      const uint16_t *row = a.x + b * a.xStrideB + m * a.xStrideM;
+      for (int64_t start = 0; start < a.K; start += a.groupSize) {
+        int64_t stop = std::min(a.K, start + a.groupSize);
+        float amax = 1e-10f;
+        for (int64_t k = start; k < stop; ++k)
+          amax = std::max(amax, std::fabs(outTypeToFloat(row[k], a.inputType)));
+        float s = amax * (1.0f / fmax);
+        float inverse = 1.0f / s;
+        for (int64_t k = start; k < stop; ++k) {
+          float scaled = outTypeToFloat(row[k], a.inputType) * inverse;
+          scaled = std::min(std::max(scaled, -fmax), fmax);
+          double q = decodeFP8(encodeFP8(scaled, a.format), a.format);
+          dequantized[(b * a.M + m) * a.K + k] = static_cast<double>(s) * q;
+        }
+      }
+    }
+  }
+  std::vector<uint16_t> y(a.B * a.M * a.N);
+  if (unrounded)
+    unrounded->assign(y.size(), 0.0);
+  for (int64_t b = 0; b < a.B; ++b) {
+    double ws = a.weightDescale[a.perBatchDescale ? b : 0];
+    for (int64_t m = 0; m < a.M; ++m) {
+      for (int64_t n = 0; n < a.N; ++n) {
+        double sum = 0.0;
+        for (int64_t k = 0; k < a.K; ++k)
+          sum += dequantized[(b * a.M + m) * a.K + k] *
+                 decodeFP8(a.w[(b * a.N + n) * a.K + k], a.format);
+        double value = sum * ws;
+        if (a.bias)
+          value += outTypeToFloat(a.bias[b * a.N + n], a.outType);
+        int64_t index = (b * a.M + m) * a.N + n;
+        y[index] = roundToOutType(value, a.outType);
+        if (unrounded)
+          (*unrounded)[index] = value;
+      }
+    }
+  }
+  return y;
+}
+
+enum class XLayout { BMK, MBK, Padded };
+enum class YLayout { BMN, MBN };
+
+struct RandomConfig {
+  FP8Format format;
+  OutType inputType;
+  OutType outType;
+  int64_t B, M, N, K, groupSize;
+  bool perBatchDescale;
+  bool bias;
+  XLayout xLayout;
+  YLayout yLayout;
+};
+
+/// Random activations with a different magnitude per row and some zero
+/// groups, so amax, the floor and the clamp all matter.
+std::vector<uint16_t> makeX(std::mt19937 &rng, int64_t count, OutType type) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> exponent(-6.0, 6.0);
+  std::vector<uint16_t> x(count);
+  double rowScale = 1.0;
+  for (int64_t i = 0; i < count; ++i) {
+    if (i % 37 == 0)
+      rowScale = std::exp2(exponent(rng));
+    double value = (i / 64) % 9 == 4 ? 0.0 : normal(rng) * rowScale;
+    x[i] = roundToOutType(value, type);
+  }
+  return x;
+}
+
+void runRandomCase(const RandomConfig &c, unsigned seed) {
+  std::mt19937 rng(seed);
+  int64_t B = c.B, M = c.M, N = c.N, K = c.K;
+  // X storage and strides.
+  int64_t pad = c.xLayout == XLayout::Padded ? 7 : 0;
+  std::vector<uint16_t> x = makeX(rng, B * M * (K + pad) + 1, c.inputType);
+  int64_t xStrideB = M * K, xStrideM = K;
+  if (c.xLayout == XLayout::MBK) {
+    xStrideB = K;
+    xStrideM = B * K;
+  } else if (c.xLayout == XLayout::Padded) {
+    // K-up's q_nope view of a (M, B, K + pad) tensor.
+    xStrideB = K + pad;
+    xStrideM = B * (K + pad);
+  }
+  // Weights: quantized from random floats, so W spans the whole fp8 range.
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> wFloat(B * N * K);
+  for (float &value : wFloat)
+    value = normal(rng) * 0.05f;
+  std::vector<uint8_t> w(B * N * K);
+  std::vector<float> descales(B);
+  if (c.perBatchDescale)
+    quantizeWeightsPerBatch(wFloat.data(), B, N * K, c.format, w.data(),
+                            descales.data());
+  else
+    descales[0] = quantizeWeights(wFloat.data(), B * N * K, c.format, w.data());
+  std::vector<uint16_t> bias(B * N);
+  for (uint16_t &value : bias)
+    value = roundToOutType(normal(rng), c.outType);
+
+  // Y inside a larger buffer filled with a sentinel.
+  const uint16_t sentinel = 0x7E5A;
+  int64_t yPad = 3;
+  std::vector<uint16_t> y(B * M * (N + yPad) + 1, sentinel);
+  int64_t yStrideB = M * (N + yPad), yStrideM = N + yPad;
+  if (c.yLayout == YLayout::MBN) {
+    yStrideB = N + yPad;
+    yStrideM = B * (N + yPad);
+  }
+
+  PrequantBmmArgs args;
+  args.B = B;
+  args.M = M;
+  args.N = N;
+  args.K = K;
+  args.groupSize = c.groupSize;
+  args.format = c.format;
+  args.inputType = c.inputType;
+  args.x = x.data();
+  args.xStrideB = xStrideB;
+  args.xStrideM = xStrideM;
+  args.w = w.data();
+  args.weightDescale = descales.data();
+  args.perBatchDescale = c.perBatchDescale;
+  args.bias = c.bias ? bias.data() : nullptr;
+  args.outType = c.outType;
+  args.y = y.data();
+  args.yStrideB = yStrideB;
+  args.yStrideM = yStrideM;
+
+  std::string error;
+  ASSERT_TRUE(referencePrequantBmm(args, &error)) << error;
+  std::vector<double> exact;
+  ASSERT_TRUE(referencePrequantBmmF64(args, exact, &error)) << error;
+  std::vector<double> naiveExact;
+  std::vector<uint16_t> expected = naivePrequantBmm(args, &naiveExact);
+
+  std::vector<bool> written(y.size(), false);
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t m = 0; m < M; ++m) {
+      for (int64_t n = 0; n < N; ++n) {
+        int64_t index = (b * M + m) * N + n;
+        int64_t offset = b * yStrideB + m * yStrideM + n;
+        written[offset] = true;
+        ASSERT_EQ(y[offset], expected[index])
+            << "b " << b << " m " << m << " n " << n;
+        // Different summation orders agree to f64 rounding noise.
+        ASSERT_NEAR(exact[index], naiveExact[index],
+                    1e-12 * std::fabs(naiveExact[index]) + 1e-300);
+      }
+    }
+  }
+  // gtest's assertion macros expand to an if/else: keep the braces.
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (!written[i]) {
+      ASSERT_EQ(y[i], sentinel) << "wrote outside Y at " << i;
+    }
+  }
+
+  OutputErrorStats stats =
+      compareOutputsToF64(expected.data(), exact.data(),
+                          static_cast<int64_t>(exact.size()), c.outType);
+  EXPECT_LE(stats.maxUlpDistance, 0.5);
+  EXPECT_EQ(stats.nanMismatches, 0);
+}
+
+TEST(PrequantBmmTest, RandomCasesMatchNaiveImplementation) {
+  using F = FP8Format;
+  using T = OutType;
+  const RandomConfig configs[] = {
+      // DeepSeek V-up shape at TP = 8 (scaled down in B), gfx942.
+      {F::E4M3FNUZ, T::BF16, T::BF16, 2, 5, 16, 512, 128, false, false,
+       XLayout::BMK, YLayout::BMN},
+      // K-up from the strided q_nope view, (M, B, N) output, per-head descale.
+      {F::E4M3FNUZ, T::BF16, T::BF16, 3, 4, 32, 128, 128, true, false,
+       XLayout::Padded, YLayout::MBN},
+      {F::E4M3FN, T::BF16, T::BF16, 2, 3, 8, 256, 64, true, true, XLayout::MBK,
+       YLayout::BMN},
+      {F::E4M3FN, T::F16, T::F16, 2, 3, 8, 100, 32, false, true,
+       XLayout::Padded, YLayout::MBN},
+      // Partial last group: K % G != 0.
+      {F::E4M3FNUZ, T::BF16, T::F16, 2, 3, 5, 200, 64, true, true, XLayout::BMK,
+       YLayout::MBN},
+      {F::E5M2FNUZ, T::F16, T::BF16, 1, 7, 9, 45, 16, false, true, XLayout::MBK,
+       YLayout::BMN},
+      {F::E5M2, T::BF16, T::BF16, 3, 2, 6, 130, 128, true, false,
+       XLayout::Padded, YLayout::BMN},
+      // Group size 1 and a single group wider than K.
+      {F::E4M3FN, T::BF16, T::BF16, 1, 3, 4, 9, 1, false, false, XLayout::BMK,
+       YLayout::BMN},
+      {F::E4M3FNUZ, T::F16, T::BF16, 2, 2, 3, 20, 256, true, true, XLayout::BMK,
+       YLayout::MBN},
+  };
+  unsigned seed = 42;
+  for (const RandomConfig &config : configs) {
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      SCOPED_TRACE(::testing::Message()
+                   << getFP8FormatName(config.format) << " K " << config.K
+                   << " G " << config.groupSize << " seed " << seed);
+      runRandomCase(config, seed++);
+      if (::testing::Test::HasFatalFailure())
+        return;
+    }
+  }
+}
+
+TEST(PrequantBmmTest, ZeroRowsWriteNothing) {
+  HandCase hand;
+  uint16_t y[4] = {0x1234, 0x1234, 0x1234, 0x1234};
+  PrequantBmmArgs args = hand.getArgs(y);
+  args.M = 0;
+  std::string error;
+  EXPECT_TRUE(referencePrequantBmm(args, &error)) << error;
+  for (uint16_t value : y)
+    EXPECT_EQ(value, 0x1234);
+  // With no rows, no operand is read: null pointers are fine.
+  args.x = nullptr;
+  args.w = nullptr;
+  args.weightDescale = nullptr;
+  args.y = nullptr;
+  EXPECT_TRUE(referencePrequantBmm(args, &error)) << error;
+  std::vector<double> exact = {1.0};
+  EXPECT_TRUE(referencePrequantBmmF64(args, exact, &error)) << error;
+  EXPECT_TRUE(exact.empty());
+}
+
+TEST(PrequantBmmTest, InvalidArgumentsAreRejected) {
+  HandCase hand;
+  uint16_t y[4] = {0x1234, 0x1234, 0x1234, 0x1234};
+  auto expectError = [&](PrequantBmmArgs args, const std::string &needle) {
+    std::string error;
+    EXPECT_FALSE(referencePrequantBmm(args, &error));
+    EXPECT_NE(error.find(needle), std::string::npos) << error;
+    EXPECT_NE(validatePrequantBmmArgs(args), "");
+    for (uint16_t value : y)
+      EXPECT_EQ(value, 0x1234);
+  };
+  EXPECT_EQ(validatePrequantBmmArgs(hand.getArgs(y)), "");
+  PrequantBmmArgs args = hand.getArgs(y);
+  args.groupSize = 3;
+  expectError(args, "power of two");
+  args.groupSize = 0;
+  expectError(args, "power of two");
+  args.groupSize = -4;
+  expectError(args, "power of two");
+  args = hand.getArgs(y);
+  args.K = 0;
+  expectError(args, "K");
+  args = hand.getArgs(y);
+  args.M = -1;
+  expectError(args, "non-negative");
+  args = hand.getArgs(y);
+  args.x = nullptr;
+  expectError(args, "x");
+  args = hand.getArgs(y);
+  args.w = nullptr;
+  expectError(args, "w");
+  args = hand.getArgs(y);
+  args.weightDescale = nullptr;
+  expectError(args, "descale");
+  args = hand.getArgs(y);
+  args.y = nullptr;
+  expectError(args, "y");
+  args = hand.getArgs(y);
+  args.yStrideM = 1; // rows of N = 2 would overlap
+  expectError(args, "overlap");
+  // The f64 variant does not need Y.
+  std::vector<double> exact;
+  args = hand.getArgs(nullptr);
+  EXPECT_TRUE(referencePrequantBmmF64(args, exact));
+  args.groupSize = 6;
+  std::string error;
+  EXPECT_FALSE(referencePrequantBmmF64(args, exact, &error));
+  EXPECT_FALSE(error.empty());
+}
+
+TEST(PrequantBmmTest, OverlapCheckAcceptsBothOrders) {
+  HandCase hand;
+  uint16_t y[16];
+  PrequantBmmArgs args = hand.getArgs(y);
+  args.B = 2;
+  args.M = 2;
+  args.N = 2;
+  args.yStrideB = 2; // (M, B, N)
+  args.yStrideM = 4;
+  EXPECT_EQ(validatePrequantBmmArgs(args), "");
+  args.yStrideM = 3; // the second row of b = 0 would hit b = 1
+  EXPECT_NE(validatePrequantBmmArgs(args), "");
+  args.yStrideB = 4; // (B, M, N)
+  args.yStrideM = 2;
+  EXPECT_EQ(validatePrequantBmmArgs(args), "");
+  args.yStrideB = 2;
+  EXPECT_NE(validatePrequantBmmArgs(args), "");
+}
+
+//===----------------------------------------------------------------------===//
+// Weights
+//===----------------------------------------------------------------------===//
+
+TEST(WeightQuantizationTest, PerTensorScaleAndValues) {
+  for (FP8Format format : {FP8Format::E4M3FNUZ, FP8Format::E4M3FN,
+                           FP8Format::E5M2FNUZ, FP8Format::E5M2}) {
+    SCOPED_TRACE(getFP8FormatName(format));
+    float fmax = getFP8Max(format);
+    // amax 3: w * (FMAX / 3), in f32, then RNE.
+    const float w[5] = {3.0f, -3.0f, 1.0f, 0.01f, -0.0f};
+    uint8_t q[5];
+    float descale = quantizeWeights(w, 5, format, q);
+    EXPECT_EQ(descale, 3.0f / fmax);
+    EXPECT_EQ(decodeFP8(q[0], format), fmax);
+    EXPECT_EQ(decodeFP8(q[1], format), -fmax);
+    float scale = fmax / 3.0f;
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(int(q[i]), int(encodeFP8(w[i] * scale, format))) << i;
+    // Dequantized values are within half an fp8 ulp (relative 2^-(M+1)).
+    double tolerance = std::ldexp(1.0, -(getFP8MantissaBits(format) + 1));
+    for (int i = 0; i < 4; ++i)
+      EXPECT_NEAR(decodeFP8(q[i], format) * descale, w[i],
+                  std::fabs(w[i]) * tolerance * 1.0001)
+          << i;
+  }
+  // An all-zero tensor uses the floor and quantizes to zeros.
+  const float zeros[3] = {0.0f, 0.0f, 0.0f};
+  uint8_t q[3];
+  EXPECT_EQ(quantizeWeights(zeros, 3, FP8Format::E4M3FNUZ, q), 1e-10f / 240.0f);
+  for (uint8_t byte : q)
+    EXPECT_EQ(int(byte), 0);
+}
+
+TEST(WeightQuantizationTest, PerBatchScales) {
+  // Batch 0 amax 2, batch 1 amax 0.5: each maps its own amax to FMAX.
+  const float w[6] = {2.0f, 1.0f, -0.5f, 0.5f, 0.25f, -0.125f};
+  uint8_t q[6];
+  float descales[2];
+  quantizeWeightsPerBatch(w, 2, 3, FP8Format::E4M3FN, q, descales);
+  EXPECT_EQ(descales[0], 2.0f / 448.0f);
+  EXPECT_EQ(descales[1], 0.5f / 448.0f);
+  EXPECT_EQ(int(q[0]), 0x7E);
+  EXPECT_EQ(int(q[3]), 0x7E);
+  EXPECT_EQ(decodeFP8(q[1], FP8Format::E4M3FN), 224.0f);
+  EXPECT_EQ(decodeFP8(q[5], FP8Format::E4M3FN), -112.0f);
+  float single = quantizeWeights(w, 6, FP8Format::E4M3FN, q);
+  EXPECT_EQ(single, descales[0]);
+  EXPECT_EQ(decodeFP8(q[3], FP8Format::E4M3FN), 112.0f);
+}
+
+TEST(WeightQuantizationTest, ReencodeOCPToFNUZ) {
+  std::vector<uint8_t> in(256), out(256);
+  for (int i = 0; i < 256; ++i)
+    in[i] = static_cast<uint8_t>(i);
+  float factor = reencodeE4M3FNToFNUZ(in.data(), 256, out.data());
+  EXPECT_EQ(factor, 2.0f);
+  EXPECT_EQ(kE4M3FNToFNUZDescaleFactor, 2.0f);
+  for (int i = 0; i < 256; ++i) {
+    float ocp = decodeFP8(in[i], FP8Format::E4M3FN);
+    float fnuz = decodeFP8(out[i], FP8Format::E4M3FNUZ);
+    if (std::isnan(ocp)) {
+      EXPECT_EQ(int(out[i]), 0x80) << i; // both OCP NaNs -> the FNUZ NaN
+      continue;
+    }
+    EXPECT_FALSE(std::isnan(fnuz)) << i;
+    EXPECT_EQ(fnuz * factor, ocp) << i;
+  }
+  EXPECT_EQ(int(out[0x80]), 0x00); // -0 -> +0: 0x80 is NaN in FNUZ
+  EXPECT_EQ(int(out[0x7F]), 0x80);
+  EXPECT_EQ(int(out[0xFF]), 0x80);
+  EXPECT_EQ(int(out[0x7E]), 0x7E); // 448 -> 224, with the descale doubled
+  for (int i = 0; i < 256; ++i)
+    EXPECT_NE(int(out[i]), 0x7F) << i; // FNUZ 240 is never produced
+}
+
+TEST(WeightQuantizationTest, ReencodedCheckpointDequantizesIdentically) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> w(4096);
+  for (float &value : w)
+    value = normal(rng);
+  std::vector<uint8_t> ocp(w.size()), fnuz(w.size());
+  float descale =
+      quantizeWeights(w.data(), w.size(), FP8Format::E4M3FN, ocp.data());
+  float newDescale =
+      descale * reencodeE4M3FNToFNUZ(ocp.data(), ocp.size(), fnuz.data());
+  for (size_t i = 0; i < w.size(); ++i)
+    ASSERT_EQ(decodeFP8(fnuz[i], FP8Format::E4M3FNUZ) * newDescale,
+              decodeFP8(ocp[i], FP8Format::E4M3FN) * descale)
+        << i;
+}
+
+//===----------------------------------------------------------------------===//
+// Error metrics
+//===----------------------------------------------------------------------===//
+
+TEST(ErrorMetricsTest, CompareOutputs) {
+  // 1.0 vs next bf16 (1 + 2^-7), -0 vs +0, and denormals across zero.
+  const uint16_t actual[4] = {0x3F81, 0x8000, 0x0001, 0x4000};
+  const uint16_t expected[4] = {0x3F80, 0x0000, 0x8001, 0x4000};
+  OutputErrorStats stats = compareOutputs(actual, expected, 4, OutType::BF16);
+  EXPECT_EQ(stats.count, 4);
+  EXPECT_EQ(stats.maxAbsError, 0x1p-7);
+  EXPECT_EQ(stats.maxUlpDistance, 2.0); // 0x0001 and 0x8001 are 2 apart
+  EXPECT_EQ(stats.worstIndex, 2);
+  EXPECT_EQ(stats.maxRelError, 2.0);
+  EXPECT_EQ(stats.nanMismatches, 0);
+  EXPECT_EQ(getUlpDistance(0x8000, 0x0000, OutType::F16), 0);
+  EXPECT_EQ(getUlpDistance(0x3C00, 0x3BFF, OutType::F16), 1);
+  EXPECT_EQ(getUlpDistance(0x7BFF, 0x7C00, OutType::F16), 1);
+
+  // Both NaN: not a mismatch; NaN against 1.0: one.
+  const uint16_t nanActual[2] = {0x7FC0, 0x7FC1};
+  const uint16_t nanExpected[2] = {0x7FC0, 0x3F80};
+  stats = compareOutputs(nanActual, nanExpected, 2, OutType::BF16);
+  EXPECT_EQ(stats.nanMismatches, 1);
+
+  // Zero expected, non-zero actual: infinite relative error.
+  const uint16_t one = 0x3C00, zero = 0x0000;
+  stats = compareOutputs(&one, &zero, 1, OutType::F16);
+  EXPECT_TRUE(std::isinf(stats.maxRelError));
+}
+
+TEST(ErrorMetricsTest, CompareOutputsToF64) {
+  // bf16 1.0 against 1 + 2^-8: half a bf16 ulp (2^-7 on [1, 2)).
+  const uint16_t actual[3] = {0x3F80, 0x3C00, 0x0001};
+  double expected[3] = {1.0 + 0x1p-8, 0.0, 0.0};
+  OutputErrorStats stats =
+      compareOutputsToF64(actual, expected, 1, OutType::BF16);
+  EXPECT_EQ(stats.maxUlpDistance, 0.5);
+  EXPECT_EQ(stats.maxAbsError, 0x1p-8);
+  // f16 1.0 against 1 + 3 * 2^-10: three f16 ulps.
+  expected[1] = 1.0 + 3 * 0x1p-10;
+  stats = compareOutputsToF64(actual + 1, expected + 1, 1, OutType::F16);
+  EXPECT_EQ(stats.maxUlpDistance, 3.0);
+  // Near zero the ulp is the smallest denormal: f16 2^-24.
+  stats = compareOutputsToF64(actual + 2, expected + 2, 1, OutType::F16);
+  EXPECT_EQ(stats.maxUlpDistance, 1.0);
+}
+
+} // namespace
