@@ -1,0 +1,112 @@
+//===- Bundle.h - ahead-of-time generation of kernel bundles ----*- C++ -*-===//
+//
+// A bundle is a directory: one code object per chip holding every kernel of
+// that chip (<chip>.hsaco), manifest.json describing each kernel (symbol,
+// shape, M range, tile, launch geometry, kernarg layout, resources, hash) and
+// mla_fp8_kernels.h, the same table for C/C++ embedders. docs/manifest.md
+// documents the manifest schema.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_AOT_BUNDLE_H
+#define MLA_FP8_AOT_BUNDLE_H
+
+#include "mla-fp8/AOT/KernelSet.h"
+#include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+#include "mla-fp8/Target/CodeObject.h"
+
+#include "llvm/Support/Error.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace mlir::mlafp8 {
+
+/// Version of the manifest.json layout; bump on any incompatible change.
+inline constexpr int kManifestSchemaVersion = 1;
+
+/// One kernel of a bundle.
+struct BundleKernel {
+  std::string symbol;
+  KernelGroupSpec group;
+  /// The M range and tiling of this kernel.
+  TileConfig tile;
+  KernelMetadata metadata;
+  KernelInstructionStats stats;
+};
+
+/// The code object of one chip and what it holds.
+struct ChipBundle {
+  std::string chip;
+  std::string codeObject;
+  std::vector<BundleKernel> kernels;
+  /// SHA-256 of the code object, hex.
+  std::string contentHash;
+  /// Key of the cache entry the code object came from or went to, hex.
+  std::string cacheKey;
+  bool fromCache = false;
+};
+
+struct BundleOptions {
+  KernelSetOptions kernels;
+  /// Where the bundle goes; replaced as a whole, atomically.
+  std::string outputDir;
+  /// Cache directory; empty disables caching.
+  std::string cacheDir;
+  /// Parallel compilations; 0 means one per core.
+  unsigned jobs = 0;
+  /// Called after each chip is done (from the calling thread): chip, done,
+  /// total, whether it came from the cache.
+  std::function<void(llvm::StringRef, unsigned, unsigned, bool)> onChipDone;
+};
+
+struct BundleResult {
+  std::vector<ChipBundle> chips;
+  std::string manifest;
+  std::string header;
+  uint64_t bytesWritten = 0;
+};
+
+/// The identity of this compiler build: the project version, the LLVM version
+/// and a hash of the binary that holds this code. Part of every cache key, so a
+/// rebuilt compiler never reuses entries of an older one.
+const std::string &getCompilerFingerprint();
+
+/// The project version, e.g. "0.1.0".
+llvm::StringRef getCompilerVersion();
+
+/// The cache key of `chip`'s code object: a hash of the compiler fingerprint
+/// and of every field of the chip's kernel groups that changes the code.
+std::string computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
+                                llvm::StringRef chip);
+
+/// Compiles every kernel of `chip` among `groups` into one code object,
+/// consulting and filling the cache of `options`.
+llvm::Expected<ChipBundle>
+buildChipBundle(const std::vector<KernelGroupSpec> &groups,
+                llvm::StringRef chip, const BundleOptions &options);
+
+/// Builds every chip's code object (in parallel), then writes the bundle
+/// directory atomically: on any error the previous bundle stays as it was and
+/// no partial file remains.
+llvm::Expected<BundleResult> generateBundle(const BundleOptions &options);
+
+/// The manifest and the C header of a set of chip bundles.
+std::string renderManifest(const BundleOptions &options,
+                           const std::vector<ChipBundle> &chips);
+std::string renderHeader(const std::vector<ChipBundle> &chips);
+
+/// Writes `files` (name, contents) as the directory `dir`: into a fresh
+/// sibling directory first, which then replaces `dir` by rename.
+llvm::Error
+writeDirectoryAtomically(llvm::StringRef dir,
+                         const std::vector<std::pair<std::string, std::string>>
+                             &files);
+
+/// SHA-256 of `data` as lower-case hex.
+std::string sha256Hex(llvm::StringRef data);
+
+} // namespace mlir::mlafp8
+
+#endif // MLA_FP8_AOT_BUNDLE_H

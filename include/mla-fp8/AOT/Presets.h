@@ -1,0 +1,46 @@
+//===- Presets.h - MLA model presets ----------------------------*- C++ -*-===//
+//
+// The attention dimensions of published MLA models, from their configs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_AOT_PRESETS_H
+#define MLA_FP8_AOT_PRESETS_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::mlafp8 {
+
+/// The MLA dimensions that decide the two batched matmuls of a layer.
+struct ModelDims {
+  /// Attention heads of the whole model (split over tensor-parallel ranks).
+  int64_t heads = 0;
+  /// kv_lora_rank (L).
+  int64_t kvLoraRank = 0;
+  /// qk_nope_head_dim (P).
+  int64_t qkNopeHeadDim = 0;
+  /// v_head_dim (V).
+  int64_t vHeadDim = 0;
+};
+
+struct ModelPreset {
+  llvm::StringRef name;
+  ModelDims dims;
+};
+
+/// Every preset, in a stable order.
+llvm::ArrayRef<ModelPreset> getModelPresets();
+
+/// The preset called `name`, or null.
+const ModelPreset *lookupModelPreset(llvm::StringRef name);
+
+/// "unknown model 'x'; known models: deepseek-v2-lite, ...".
+std::string describeUnknownModel(llvm::StringRef name);
+
+} // namespace mlir::mlafp8
+
+#endif // MLA_FP8_AOT_PRESETS_H

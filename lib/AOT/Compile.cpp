@@ -1,0 +1,128 @@
+//===- Compile.cpp - compile one kernel group -----------------------------===//
+
+#include "mla-fp8/AOT/Compile.h"
+
+#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
+#include "mla-fp8/Dialect/MLAFP8/Transforms/Passes.h"
+#include "mla-fp8/Pipelines/Pipelines.h"
+#include "mla-fp8/Target/Chip.h"
+#include "mla-fp8/Target/Serialization.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Runs the mlafp8 lowering on `module` up to gpu.modules in the LLVM and
+/// ROCDL dialects, with the group's M ranges, and returns the kernels.
+static llvm::Expected<std::vector<std::pair<std::string, TileConfig>>>
+lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
+           std::string &diagnostics) {
+  MLIRContext *context = module.getContext();
+  PrequantBmmOp bmm;
+  module.walk([&](PrequantBmmOp op) { bmm = op; });
+  if (!bmm)
+    return makeError("kernel module holds no mlafp8.prequant_bmm");
+
+  llvm::Expected<SmallVector<TileConfig>> planned = getGroupTiles(spec);
+  if (!planned)
+    return planned.takeError();
+  SmallVector<TileConfig> &tiles = *planned;
+  SmallVector<Attribute> tileAttrs;
+  for (const TileConfig &tile : tiles)
+    tileAttrs.push_back(tile.toAttr(context));
+  bmm.setTilesAttr(ArrayAttr::get(context, tileAttrs));
+
+  PassManager pm(context);
+  MLAFP8PipelineOptions options;
+  options.chip = spec.chip;
+  populateMLAFP8ToLLVMPipeline(pm, options);
+  if (failed(pm.run(module)))
+    return makeError("lowering " + spec.getBaseName() + " failed:\n" +
+                     diagnostics);
+
+  auto kernels = bmm->getAttrOfType<ArrayAttr>("kernels");
+  if (!kernels || kernels.size() != tiles.size())
+    return makeError("lowering " + spec.getBaseName() +
+                     " did not record one kernel per tile");
+  std::vector<std::pair<std::string, TileConfig>> result;
+  for (auto [ref, tile] : llvm::zip(kernels, tiles))
+    result.emplace_back(
+        cast<SymbolRefAttr>(ref).getLeafReference().getValue().str(), tile);
+  return result;
+}
+
+llvm::Expected<CompiledGroup>
+mlir::mlafp8::compileKernelGroup(const KernelGroupSpec &spec,
+                                 llvm::LLVMContext &llvmContext) {
+  DialectRegistry registry;
+  registerMLAFP8PipelineDialects(registry);
+  registerGPUModuleTranslations(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  std::string diagnostics;
+  llvm::raw_string_ostream diagStream(diagnostics);
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    diagStream << diag.getLocation() << ": " << diag << "\n";
+    return success();
+  });
+
+  OwningOpRef<ModuleOp> module = buildKernelGroupModule(context, spec);
+  llvm::Expected<std::vector<std::pair<std::string, TileConfig>>> kernels =
+      lowerGroup(*module, spec, diagnostics);
+  if (!kernels)
+    return kernels.takeError();
+
+  gpu::GPUModuleOp gpuModule;
+  module->walk([&](gpu::GPUModuleOp op) { gpuModule = op; });
+  if (!gpuModule)
+    return makeError("lowering " + spec.getBaseName() +
+                     " produced no gpu.module");
+  FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
+      translateGPUModuleToLLVMIR(gpuModule, llvmContext);
+  if (failed(llvmModule))
+    return makeError("translating " + spec.getBaseName() +
+                     " to LLVM IR failed:\n" + diagnostics);
+  return CompiledGroup{std::move(*llvmModule), std::move(*kernels)};
+}
+
+llvm::Expected<CompiledCodeObject>
+mlir::mlafp8::compileKernelGroupToCodeObject(const KernelGroupSpec &spec,
+                                             bool withIsa) {
+  const ChipInfo *chip = lookupChip(spec.chip);
+  if (!chip)
+    return makeError(describeUnsupportedChip(spec.chip));
+  initializeAMDGPUTarget();
+  llvm::LLVMContext llvmContext;
+  llvm::Expected<CompiledGroup> group = compileKernelGroup(spec, llvmContext);
+  if (!group)
+    return group.takeError();
+  CompiledCodeObject result;
+  result.kernels = std::move(group->kernels);
+  if (withIsa) {
+    llvm::Expected<std::string> isa = emitAssembly(*group->module, *chip);
+    if (!isa)
+      return isa.takeError();
+    result.isa = std::move(*isa);
+  }
+  llvm::Expected<std::string> object = emitObject(*group->module, *chip);
+  if (!object)
+    return object.takeError();
+  llvm::Expected<std::string> codeObject = linkCodeObject(*object);
+  if (!codeObject)
+    return codeObject.takeError();
+  result.codeObject = std::move(*codeObject);
+  llvm::Expected<CodeObjectMetadata> metadata =
+      readCodeObjectMetadata(result.codeObject);
+  if (!metadata)
+    return metadata.takeError();
+  result.metadata = std::move(*metadata);
+  return result;
+}

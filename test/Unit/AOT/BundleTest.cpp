@@ -1,0 +1,88 @@
+//===- BundleTest.cpp - atomic bundle writes ------------------------------===//
+
+#include "mla-fp8/AOT/Bundle.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "gtest/gtest.h"
+
+using namespace mlir::mlafp8;
+
+namespace {
+
+class AtomicDirectory : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mlafp8-bundle", root));
+    dir = root;
+    llvm::sys::path::append(dir, "bundle");
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(root); }
+
+  std::string read(llvm::StringRef name) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, name);
+    auto buffer = llvm::MemoryBuffer::getFile(path);
+    return buffer ? (*buffer)->getBuffer().str() : "<missing>";
+  }
+  /// Entries of the root directory, to prove no staging directory is left.
+  std::vector<std::string> rootEntries() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(root, ec), end; it != end && !ec;
+         it.increment(ec))
+      names.push_back(llvm::sys::path::filename(it->path()).str());
+    return names;
+  }
+
+  llvm::SmallString<256> root, dir;
+};
+
+TEST_F(AtomicDirectory, WritesAndReplaces) {
+  ASSERT_FALSE(static_cast<bool>(
+      writeDirectoryAtomically(dir, {{"a.txt", "one"}, {"b.txt", "two"}})));
+  EXPECT_EQ(read("a.txt"), "one");
+  EXPECT_EQ(read("b.txt"), "two");
+  ASSERT_FALSE(
+      static_cast<bool>(writeDirectoryAtomically(dir, {{"a.txt", "three"}})));
+  EXPECT_EQ(read("a.txt"), "three");
+  // A replaced bundle does not keep files of the old one.
+  EXPECT_EQ(read("b.txt"), "<missing>");
+  EXPECT_EQ(rootEntries(), std::vector<std::string>{"bundle"});
+}
+
+TEST_F(AtomicDirectory, FailureKeepsThePreviousBundle) {
+  ASSERT_FALSE(
+      static_cast<bool>(writeDirectoryAtomically(dir, {{"a.txt", "old"}})));
+  // A file inside a directory that does not exist cannot be written.
+  llvm::Error err = writeDirectoryAtomically(
+      dir, {{"a.txt", "new"}, {"missing/b.txt", "new"}});
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("cannot write"),
+            std::string::npos);
+  EXPECT_EQ(read("a.txt"), "old");
+  EXPECT_EQ(rootEntries(), std::vector<std::string>{"bundle"});
+}
+
+TEST_F(AtomicDirectory, RefusesToReplaceAFile) {
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(dir, ec);
+    os << "not a bundle";
+  }
+  llvm::Error err = writeDirectoryAtomically(dir, {{"a.txt", "x"}});
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_NE(llvm::toString(std::move(err)).find("is not a directory"),
+            std::string::npos);
+  auto buffer = llvm::MemoryBuffer::getFile(dir);
+  ASSERT_TRUE(static_cast<bool>(buffer));
+  EXPECT_EQ((*buffer)->getBuffer(), "not a bundle");
+}
+
+TEST(Sha256, KnownVector) {
+  EXPECT_EQ(sha256Hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+} // namespace

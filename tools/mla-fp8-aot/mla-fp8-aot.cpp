@@ -1,0 +1,282 @@
+//===- mla-fp8-aot.cpp - ahead-of-time kernel generator -------------------===//
+//
+// Generates every MLA fp8 batched-matmul kernel of a model for the chips of a
+// deployment: one code object per chip, manifest.json and a C header.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla-fp8/AOT/Bundle.h"
+#include "mla-fp8/AOT/Presets.h"
+#include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("mla-fp8-aot options");
+
+static cl::opt<std::string>
+    modelName("model",
+              cl::desc("Model preset: deepseek-v2-lite, deepseek-v2, "
+                       "deepseek-v3, deepseek-r1, kimi-k2"),
+              cl::init("deepseek-r1"), cl::cat(category));
+static cl::opt<int64_t> heads("heads",
+                              cl::desc("Attention heads (overrides the preset)"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    kvLoraRank("kv-lora-rank", cl::desc("kv_lora_rank L (overrides the preset)"),
+               cl::init(0), cl::cat(category));
+static cl::opt<int64_t> qkNopeHeadDim(
+    "qk-nope-head-dim", cl::desc("qk_nope_head_dim P (overrides the preset)"),
+    cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    vHeadDim("v-head-dim", cl::desc("v_head_dim V (overrides the preset)"),
+             cl::init(0), cl::cat(category));
+static cl::list<int64_t>
+    tpDegrees("tp",
+              cl::desc("Tensor-parallel degrees (default 1,2,4,8; defaults "
+                       "that do not divide the heads are skipped)"),
+              cl::CommaSeparated, cl::cat(category));
+static cl::opt<int64_t>
+    maxM("max-m",
+         cl::desc("Largest token count the M ranges are planned for; larger "
+                  "M runs on the last range (default 1024)"),
+         cl::init(1024), cl::cat(category));
+static cl::list<std::string>
+    chips("chips", cl::desc("Target chips (default gfx942,gfx950)"),
+          cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string>
+    weightScale("weight-scale",
+                cl::desc("Weight descale: per-tensor (default) or per-batch"),
+                cl::init("per-tensor"), cl::cat(category));
+static cl::opt<std::string> outType("out-type",
+                                    cl::desc("Output type: bf16 (default), f16"),
+                                    cl::init("bf16"), cl::cat(category));
+static cl::opt<std::string> outputDir("output",
+                                      cl::desc("Bundle directory to write"),
+                                      cl::init("mla-fp8-bundle"),
+                                      cl::cat(category));
+static cl::alias outputDirShort("o", cl::desc("Alias for --output"),
+                                cl::aliasopt(outputDir), cl::cat(category));
+static cl::opt<unsigned> jobs("jobs",
+                              cl::desc("Parallel compilations (default: all "
+                                       "cores)"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<bool> listOnly("list",
+                              cl::desc("Print the kernels that would be "
+                                       "generated; generate nothing"),
+                              cl::cat(category));
+static cl::opt<std::string>
+    cacheDir("cache-dir",
+             cl::desc("Compilation cache (default $XDG_CACHE_HOME/mla-fp8 or "
+                      "~/.cache/mla-fp8)"),
+             cl::cat(category));
+static cl::opt<bool> noCache("no-cache", cl::desc("Neither read nor fill the "
+                                                  "cache"),
+                             cl::cat(category));
+static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
+                           cl::cat(category));
+
+/// Prints one error line and returns the tool's failure exit code.
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "mla-fp8-aot") << message << "\n";
+  return 1;
+}
+
+static std::string defaultCacheDir() {
+  llvm::SmallString<256> dir;
+  if (std::optional<std::string> xdg =
+          llvm::sys::Process::GetEnv("XDG_CACHE_HOME");
+      xdg && !xdg->empty())
+    dir = *xdg;
+  else if (!llvm::sys::path::cache_directory(dir))
+    return "";
+  llvm::sys::path::append(dir, "mla-fp8");
+  return std::string(dir);
+}
+
+/// Resolves the command line into kernel-set options, or an error message.
+static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
+  KernelSetOptions options;
+  const ModelPreset *preset = lookupModelPreset(modelName);
+  if (!preset)
+    return llvm::createStringError(describeUnknownModel(modelName));
+  options.model = modelName;
+  options.dims = preset->dims;
+  bool custom = false;
+  auto override = [&](cl::opt<int64_t> &flag, int64_t &field,
+                      llvm::StringRef name) -> llvm::Error {
+    if (flag.getNumOccurrences() == 0)
+      return llvm::Error::success();
+    if (flag < 1)
+      return llvm::createStringError(
+          llvm::formatv("--{0} must be at least 1, got {1}", name, flag.getValue())
+              .str());
+    field = flag;
+    custom = true;
+    return llvm::Error::success();
+  };
+  if (llvm::Error err = override(heads, options.dims.heads, "heads"))
+    return std::move(err);
+  if (llvm::Error err =
+          override(kvLoraRank, options.dims.kvLoraRank, "kv-lora-rank"))
+    return std::move(err);
+  if (llvm::Error err = override(qkNopeHeadDim, options.dims.qkNopeHeadDim,
+                                 "qk-nope-head-dim"))
+    return std::move(err);
+  if (llvm::Error err = override(vHeadDim, options.dims.vHeadDim, "v-head-dim"))
+    return std::move(err);
+  if (custom)
+    options.model = modelName.getNumOccurrences() ? modelName + "-custom"
+                                                  : std::string("custom");
+  if (!tpDegrees.empty()) {
+    options.tp.assign(tpDegrees.begin(), tpDegrees.end());
+    options.tpExplicit = true;
+  }
+  if (!chips.empty())
+    options.chips.assign(chips.begin(), chips.end());
+  options.maxM = maxM;
+  if (weightScale == "per-tensor")
+    options.weightScale = WeightScale::PerTensor;
+  else if (weightScale == "per-batch")
+    options.weightScale = WeightScale::PerBatch;
+  else
+    return llvm::createStringError(
+        "--weight-scale must be per-tensor or per-batch, got '" + weightScale +
+        "'");
+  if (outType != "bf16" && outType != "f16")
+    return llvm::createStringError("--out-type must be bf16 or f16, got '" +
+                                   outType + "'");
+  options.outType = outType;
+  return options;
+}
+
+/// Fails early, before any compilation, when the bundle could not be written.
+static llvm::Error checkOutputWritable(llvm::StringRef dir) {
+  llvm::SmallString<256> parent(llvm::sys::path::parent_path(dir));
+  if (parent.empty())
+    parent = ".";
+  if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir))
+    return llvm::createStringError("output path '" + dir.str() +
+                                   "' exists and is not a directory");
+  // Find the nearest existing ancestor: it must accept new entries.
+  while (!llvm::sys::fs::exists(parent) && llvm::sys::path::has_parent_path(parent))
+    parent = llvm::sys::path::parent_path(parent);
+  if (llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
+    return llvm::createStringError("output directory '" + dir.str() +
+                                   "' is not writable (no write access to '" +
+                                   parent.str() + "')");
+  return llvm::Error::success();
+}
+
+static int listKernels(const std::vector<KernelGroupSpec> &groups) {
+  for (const KernelGroupSpec &g : groups) {
+    llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(g);
+    if (!tiles)
+      return fail(llvm::toString(tiles.takeError()));
+    llvm::outs() << llvm::formatv(
+        "{0}  {1}  N={2} K={3} G={4}  {5} -> {6}  batches {7:$[,]}  {8} "
+        "kernels\n",
+        g.chip, g.shape.name, g.shape.n, g.shape.k, g.groupSize, g.fp8Type,
+        g.outType,
+        llvm::make_range(g.shape.batches.begin(), g.shape.batches.end()),
+        tiles->size());
+    for (const TileConfig &t : *tiles) {
+      std::string range =
+          t.maxM == 0 ? llvm::formatv("M >= {0}", t.minM).str()
+                      : llvm::formatv("M {0}-{1}", t.minM, t.maxM).str();
+      llvm::outs() << llvm::formatv(
+          "    {0,-12} block {1}x{2}  waves {3}  {4}  split_k {5}\n", range,
+          t.blockM, t.blockN, t.waves, stringifyMfmaShape(t.mfma), t.splitK);
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mla-fp8-aot: generates the fp8 MLA batched-matmul kernels of a model "
+      "ahead of time\n\n"
+      "Writes <output>/<chip>.hsaco (every kernel of the chip), "
+      "<output>/manifest.json\nand <output>/mla_fp8_kernels.h. The directory "
+      "is replaced atomically.\n");
+
+  llvm::Expected<KernelSetOptions> kernelOptions = parseKernelSetOptions();
+  if (!kernelOptions)
+    return fail(llvm::toString(kernelOptions.takeError()));
+  llvm::Expected<std::vector<KernelGroupSpec>> groups =
+      buildKernelSet(*kernelOptions);
+  if (!groups)
+    return fail(llvm::toString(groups.takeError()));
+  if (listOnly)
+    return listKernels(*groups);
+
+  if (llvm::Error err = checkOutputWritable(outputDir))
+    return fail(llvm::toString(std::move(err)));
+
+  BundleOptions options;
+  options.kernels = *kernelOptions;
+  options.outputDir = outputDir;
+  options.jobs = jobs;
+  if (!noCache)
+    options.cacheDir = cacheDir.getNumOccurrences() ? cacheDir.getValue()
+                                                    : defaultCacheDir();
+  bool terminal = llvm::sys::Process::StandardErrIsDisplayed();
+  if (!quiet)
+    options.onChipDone = [&](llvm::StringRef chip, unsigned done,
+                             unsigned total, bool cached) {
+      std::string line = llvm::formatv("[{0}/{1}] {2} {3}", done, total, chip,
+                                       cached ? "(cached)" : "(compiled)");
+      if (terminal)
+        llvm::errs() << "\r" << line << (done == total ? "\n" : "");
+      else
+        llvm::errs() << line << "\n";
+    };
+
+  auto start = std::chrono::steady_clock::now();
+  llvm::Expected<BundleResult> result = generateBundle(options);
+  if (!result)
+    return fail(llvm::toString(result.takeError()));
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - start)
+                       .count();
+  if (quiet)
+    return 0;
+
+  llvm::outs() << llvm::formatv("{0,-8} {1,8} {2,9} {3,9} {4,9} {5,10} {6,10}  {7}\n",
+                                "chip", "kernels", "max VGPR", "max AGPR",
+                                "max SGPR", "max LDS", "bytes", "source");
+  for (const ChipBundle &chip : result->chips) {
+    unsigned vgpr = 0, agpr = 0, sgpr = 0;
+    uint64_t lds = 0;
+    for (const BundleKernel &k : chip.kernels) {
+      vgpr = std::max(vgpr, k.metadata.vgprCount);
+      agpr = std::max(agpr, k.metadata.agprCount);
+      sgpr = std::max(sgpr, k.metadata.sgprCount);
+      lds = std::max(lds, k.metadata.groupSegmentFixedSize);
+    }
+    llvm::outs() << llvm::formatv(
+        "{0,-8} {1,8} {2,9} {3,9} {4,9} {5,10} {6,10}  {7}\n", chip.chip,
+        chip.kernels.size(), vgpr, agpr, sgpr, lds, chip.codeObject.size(),
+        chip.fromCache ? "cache" : "compiled");
+  }
+  llvm::outs() << llvm::formatv("wrote {0} bytes to {1} in {2:f2} s\n",
+                                result->bytesWritten, outputDir.getValue(),
+                                seconds);
+  return 0;
+}
