@@ -29,6 +29,12 @@ float floatFromBits(uint32_t bits) {
   return value;
 }
 
+double doubleFromBits(uint64_t bits) {
+  double value;
+  std::memcpy(&value, &bits, sizeof(value));
+  return value;
+}
+
 uint32_t bitsFromFloat(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof(bits));
@@ -467,6 +473,12 @@ TEST(BF16Test, DoubleRoundsOnceDirectly) {
   EXPECT_EQ(floatToBF16(static_cast<float>(denormalAboveTie)), 0x0000);
   EXPECT_EQ(doubleToBF16(denormalAboveTie), 0x0001);
   EXPECT_EQ(doubleToBF16(std::numeric_limits<double>::denorm_min()), 0x0000);
+  // A signalling f64 NaN whose kept payload bits are zero must not become Inf
+  // (f32 inputs are usually quieted by the host's f32 -> f64 conversion).
+  double signalling = doubleFromBits(0x7FF0000000000001ull);
+  EXPECT_EQ(doubleToBF16(signalling), 0x7FC0);
+  EXPECT_EQ(doubleToBF16(-signalling), 0xFFC0);
+  EXPECT_EQ(doubleToBF16(doubleFromBits(0x7FF4A00000000000ull)), 0x7FE5);
 }
 
 TEST(BF16Test, EveryNonNaNPatternRoundTrips) {
@@ -535,6 +547,8 @@ TEST(F16Test, DoubleRoundsOnceDirectly) {
   double belowOverflow = 65520.0 - 0x1p-30;
   EXPECT_EQ(floatToF16(static_cast<float>(belowOverflow)), 0x7C00);
   EXPECT_EQ(doubleToF16(belowOverflow), 0x7BFF);
+  EXPECT_EQ(doubleToF16(doubleFromBits(0x7FF0000000000001ull)), 0x7E00);
+  EXPECT_EQ(doubleToF16(doubleFromBits(0xFFF0040000000000ull)), 0xFE01);
   double denormalAboveTie = 0x1p-25 + 0x1p-60;
   EXPECT_EQ(floatToF16(static_cast<float>(denormalAboveTie)), 0x0000);
   EXPECT_EQ(doubleToF16(denormalAboveTie), 0x0001);
