@@ -1,0 +1,34 @@
+//===- Bundle.h - load an AOT kernel bundle at run time ---------*- C++ -*-===//
+//
+// Reads what mla-fp8-aot writes (docs/manifest.md): manifest.json and one code
+// object per chip, each checked against the SHA-256 the manifest lists. The
+// library depends on LLVM's Support only (JSON, files, hashing), not on MLIR,
+// so that a serving process can link it cheaply.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_RUNTIME_BUNDLE_H
+#define MLA_FP8_RUNTIME_BUNDLE_H
+
+#include "mla-fp8/Runtime/KernelTable.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+namespace mlir::mlafp8::runtime {
+
+/// Loads the bundle in directory `dir`. Fails, with a message naming the file
+/// and the field, when manifest.json is missing or malformed, its
+/// `schema_version` is not kSupportedManifestSchemaVersion, a code object is
+/// missing, or its size or SHA-256 differs from the manifest's.
+llvm::Expected<LoadedBundle> loadBundle(llvm::StringRef dir);
+
+/// Same, from manifest text already in memory; code objects are read from
+/// `dir`. `manifestName` names the manifest in messages.
+llvm::Expected<LoadedBundle>
+loadBundleFromManifest(llvm::StringRef dir, llvm::StringRef manifest,
+                       llvm::StringRef manifestName);
+
+} // namespace mlir::mlafp8::runtime
+
+#endif // MLA_FP8_RUNTIME_BUNDLE_H

@@ -1,0 +1,132 @@
+//===- KernelTable.h - the kernels of a loaded bundle -----------*- C++ -*-===//
+//
+// What a launcher needs about each kernel of a bundle, in plain C++17 types:
+// the Python module and other embedders compiled with exceptions and RTTI can
+// include this header without pulling in LLVM's types. Bundle.h loads it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_RUNTIME_KERNELTABLE_H
+#define MLA_FP8_RUNTIME_KERNELTABLE_H
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mlir::mlafp8::runtime {
+
+/// The manifest schema version this loader reads.
+inline constexpr int kSupportedManifestSchemaVersion = 1;
+
+/// One entry of a kernel's kernarg layout.
+struct KernelArg {
+  uint32_t offset = 0;
+  uint32_t size = 0;
+  /// Metadata value kind, e.g. "global_buffer", "by_value",
+  /// "hidden_block_count_x".
+  std::string kind;
+  /// For explicit arguments, the manifest's `meaning`; empty otherwise.
+  std::string meaning;
+  /// The argument's short name: the part of `meaning` before ':' (e.g. "x",
+  /// "m", "y_stride_b"), or `kind` for hidden arguments.
+  std::string name;
+
+  bool isHidden() const { return kind.rfind("hidden_", 0) == 0; }
+};
+
+/// One dimension of a launch grid: ceil(<var> / divisor), or a constant.
+/// The manifest writes constants as integers, `"B"`, `"M"` and
+/// `"ceil(M/<n>)"` as formulas.
+struct GridDim {
+  enum class Kind : uint8_t { Constant, M, B };
+  Kind kind = Kind::Constant;
+  /// The constant for Kind::Constant, else the divisor (>= 1).
+  int64_t value = 1;
+
+  /// The number of workgroups for `m` tokens and `b` batches (0 when the
+  /// variable is 0).
+  uint64_t evaluate(int64_t m, int64_t b) const;
+};
+
+/// One kernel of a bundle, as the manifest describes it.
+struct KernelEntry {
+  std::string chip;
+  std::string symbol;
+  std::string projection;
+  int64_t n = 0, k = 0, groupSize = 0;
+  std::string inType, fp8Type, outType;
+  /// "per_tensor" or "per_batch".
+  std::string wScale;
+  /// The kernel serves minM <= M <= maxM; maxM 0 means no upper bound.
+  int64_t minM = 0, maxM = 0;
+  /// The tile's block_m (the grid's M divisor).
+  int64_t blockM = 0;
+  std::array<uint32_t, 3> workgroupSize = {0, 0, 0};
+  std::array<GridDim, 3> grid;
+  uint32_t kernargSize = 0, kernargAlign = 0;
+  uint64_t ldsBytes = 0, scratchBytes = 0;
+  std::vector<KernelArg> args;
+  /// The code object of the kernel's chip (shared by every kernel of it).
+  std::shared_ptr<const std::string> codeObject;
+
+  /// Whether `m` tokens are served by this kernel.
+  bool servesM(int64_t m) const {
+    return m >= minM && (maxM == 0 || m <= maxM);
+  }
+  /// Workgroups per dimension for `m` tokens and `b` batches; y is 0 (no
+  /// launch) when m is 0.
+  std::array<uint64_t, 3> getGrid(int64_t m, int64_t b) const;
+  /// The argument called `name` (see KernelArg::name), or null.
+  const KernelArg *findArg(std::string_view name) const;
+};
+
+/// One chip's code object and its kernels.
+struct LoadedChip {
+  std::string chip;
+  /// File name inside the bundle directory.
+  std::string codeObjectFile;
+  std::string sha256;
+  std::shared_ptr<const std::string> codeObject;
+  std::vector<KernelEntry> kernels;
+};
+
+/// What a kernel lookup matches on besides the chip and the shape.
+struct KernelQuery {
+  std::string chip;
+  int64_t n = 0, k = 0, m = 0;
+  std::string outType = "bf16";
+  std::string wScale = "per_tensor";
+  int64_t groupSize = 128;
+  std::string inType = "bf16";
+};
+
+/// A bundle read from disk: immutable after loading, so that pointers to its
+/// kernels stay valid and lookups may run from several threads.
+class LoadedBundle {
+public:
+  int schemaVersion = 0;
+  std::string directory;
+  std::string compilerVersion;
+  std::string model;
+  int64_t maxM = 0;
+  std::vector<LoadedChip> chips;
+
+  /// The kernel of `chip` for the (n, k) shape whose M range holds `m`, or
+  /// null. M = 0 (nothing to compute) gets the kernel of the lowest range,
+  /// whose grid is then empty.
+  const KernelEntry *findKernel(std::string_view chip, int64_t n, int64_t k,
+                                int64_t m, std::string_view outType = "bf16",
+                                std::string_view wScale = "per_tensor",
+                                int64_t groupSize = 128) const;
+  const KernelEntry *findKernel(const KernelQuery &query) const;
+
+  /// The chip called `chip`, or null.
+  const LoadedChip *findChip(std::string_view chip) const;
+};
+
+} // namespace mlir::mlafp8::runtime
+
+#endif // MLA_FP8_RUNTIME_KERNELTABLE_H
