@@ -72,7 +72,9 @@ struct WaveState {
   uint64_t steps = 0;
 
   uint32_t &v(unsigned reg, unsigned lane) { return vgpr[reg * 64 + lane]; }
-  uint32_t v(unsigned reg, unsigned lane) const { return vgpr[reg * 64 + lane]; }
+  uint32_t v(unsigned reg, unsigned lane) const {
+    return vgpr[reg * 64 + lane];
+  }
   uint32_t &a(unsigned reg, unsigned lane) { return agpr[reg * 64 + lane]; }
   uint64_t getSgpr64(unsigned i) const {
     return sgpr[i] | (uint64_t(sgpr[i + 1]) << 32);

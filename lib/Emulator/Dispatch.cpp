@@ -1,0 +1,560 @@
+//===- Dispatch.cpp - Grid launch, wave scheduling and initial state ------===//
+
+#include "Decoder.h"
+#include "Internal.h"
+
+#include "mla-fp8/Reference/Formats.h"
+
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <thread>
+
+using namespace llvm;
+
+namespace mlir::mlafp8::emu {
+
+float halfToFloat(uint16_t h) { return f16ToFloat(h); }
+uint16_t floatToHalf(float f) { return floatToF16(f); }
+
+/// 1/(2*pi), the inline constant 248.
+static bool isInv2Pi(double d) {
+  return std::fabs(d - 0.15915494309189532) < 1e-7;
+}
+
+uint16_t immBits16(const Operand &op) {
+  if (!op.isFloat)
+    return uint16_t(op.imm);
+  if (isInv2Pi(op.fimm))
+    return 0x3118;
+  return floatToHalf(float(op.fimm));
+}
+uint32_t immBits32(const Operand &op) {
+  if (!op.isFloat)
+    return uint32_t(op.imm);
+  if (isInv2Pi(op.fimm))
+    return 0x3e22f983u;
+  return bitsF32(float(op.fimm));
+}
+uint64_t immBits64(const Operand &op) {
+  if (!op.isFloat)
+    return uint64_t(op.imm);
+  if (isInv2Pi(op.fimm))
+    return 0x3fc45f306dc9c882ull;
+  return bitsF64(op.fimm);
+}
+
+void ExecStats::merge(const ExecStats &o) {
+  instructions += o.instructions;
+  salu += o.salu;
+  valu += o.valu;
+  mfma += o.mfma;
+  smem += o.smem;
+  vmem += o.vmem;
+  lds += o.lds;
+  branch += o.branch;
+  other += o.other;
+  bytesLoaded += o.bytesLoaded;
+  bytesStored += o.bytesStored;
+  ldsBytesRead += o.ldsBytesRead;
+  ldsBytesWritten += o.ldsBytesWritten;
+  waves += o.waves;
+  workgroups += o.workgroups;
+}
+
+std::vector<uint8_t> packKernelArgs(ArrayRef<KernelArg> args) {
+  std::vector<uint8_t> out;
+  for (const KernelArg &a : args) {
+    unsigned size = a.getSize();
+    out.resize((out.size() + size - 1) / size * size);
+    for (unsigned i = 0; i < size; ++i)
+      out.push_back(uint8_t(a.value >> (8 * i)));
+  }
+  return out;
+}
+
+Error ExecContext::fail(const Inst &inst, const Twine &msg) const {
+  std::string s;
+  raw_string_ostream os(s);
+  os << "workgroup (" << w.workgroupId[0] << "," << w.workgroupId[1] << ","
+     << w.workgroupId[2] << ") wave " << w.waveIdInGroup << ", pc "
+     << format_hex(inst.pc, 10) << " '" << inst.text << "': " << msg;
+  return createStringError(s);
+}
+
+uint32_t ExecContext::readS32(const Operand &op) const {
+  switch (op.kind) {
+  case OpKind::Sgpr:
+    return op.reg == 125 ? 0 : w.sgpr[op.reg];
+  case OpKind::Imm:
+    return immBits32(op);
+  case OpKind::Scc:
+    return w.scc;
+  case OpKind::SharedBase:
+    return uint32_t(kSharedApertureBase >> 32);
+  case OpKind::SharedLimit:
+    return uint32_t((kSharedApertureBase + kApertureSize - 1) >> 32);
+  case OpKind::PrivateBase:
+    return uint32_t(kPrivateApertureBase >> 32);
+  case OpKind::PrivateLimit:
+    return uint32_t((kPrivateApertureBase + kApertureSize - 1) >> 32);
+  default:
+    return 0;
+  }
+}
+
+uint64_t ExecContext::readS64(const Operand &op) const {
+  switch (op.kind) {
+  case OpKind::Sgpr:
+    return op.reg == 125 ? 0 : w.getSgpr64(op.reg);
+  case OpKind::Imm:
+    return immBits64(op);
+  case OpKind::SharedBase:
+    return kSharedApertureBase;
+  case OpKind::SharedLimit:
+    return kSharedApertureBase + kApertureSize - 1;
+  case OpKind::PrivateBase:
+    return kPrivateApertureBase;
+  case OpKind::PrivateLimit:
+    return kPrivateApertureBase + kApertureSize - 1;
+  default:
+    return readS32(op);
+  }
+}
+
+void ExecContext::writeS32(const Operand &op, uint32_t v) {
+  if (op.kind == OpKind::Sgpr && op.reg != 125)
+    w.sgpr[op.reg] = v;
+  else if (op.kind == OpKind::Scc)
+    w.scc = v & 1;
+}
+
+void ExecContext::writeS64(const Operand &op, uint64_t v) {
+  if (op.kind == OpKind::Sgpr && op.reg != 125)
+    w.setSgpr64(op.reg, v);
+}
+
+Expected<uint8_t *> ExecContext::global(const Inst &inst, unsigned lane,
+                                        uint64_t addr, unsigned size,
+                                        bool store) {
+  const Buffer *b = mem.find(addr, size);
+  if (!b)
+    return fail(inst, Twine("lane ") + Twine(lane) + ": out-of-bounds " +
+                          (store ? "store" : "load") + " of " +
+                          mem.describe(addr, size));
+  if (store && b->readOnly)
+    return fail(inst, Twine("lane ") + Twine(lane) +
+                          ": store to read-only buffer '" + b->name + "'");
+  return b->data + (addr - b->base);
+}
+
+Expected<uint8_t *> ExecContext::ldsAt(const Inst &inst, unsigned lane,
+                                       uint64_t addr, unsigned size,
+                                       bool store) {
+  if (addr + size > ldsSize)
+    return fail(inst, Twine("lane ") + Twine(lane) + ": out-of-bounds LDS " +
+                          (store ? "store" : "load") + " of " + Twine(size) +
+                          " bytes at " + Twine(addr) + " (workgroup LDS is " +
+                          Twine(ldsSize) + " bytes)");
+  return lds + addr;
+}
+
+Expected<uint8_t *> ExecContext::scratchAt(const Inst &inst, unsigned lane,
+                                           uint64_t offset, unsigned size) {
+  if (offset + size > w.privateSize || offset + size < offset)
+    return fail(inst, Twine("lane ") + Twine(lane) +
+                          ": out-of-bounds scratch access of " + Twine(size) +
+                          " bytes at offset " + Twine(int64_t(offset)) +
+                          " (private segment is " + Twine(w.privateSize) +
+                          " bytes per lane)");
+  return w.scratch.data() + size_t(lane) * w.privateSize + offset;
+}
+
+Expected<uint8_t *> ExecContext::flat(const Inst &inst, unsigned lane,
+                                      uint64_t addr, unsigned size,
+                                      bool store) {
+  if (addr - kSharedApertureBase < kApertureSize)
+    return ldsAt(inst, lane, addr - kSharedApertureBase, size, store);
+  if (addr - kPrivateApertureBase < kApertureSize)
+    return scratchAt(inst, lane, addr - kPrivateApertureBase, size);
+  return global(inst, lane, addr, size, store);
+}
+
+const OpTable &getOpTable() {
+  static const OpTable table = [] {
+    OpTable t;
+    registerScalarOps(t);
+    registerVectorOps(t);
+    registerMemoryOps(t);
+    registerMfmaOps(t);
+    registerConversionOps(t);
+    return t;
+  }();
+  return table;
+}
+
+class EmulatorImpl {
+public:
+  std::shared_ptr<const CodeObject> co;
+  std::unique_ptr<InstCache> cache;
+
+  Error runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
+                     std::array<uint32_t, 3> wg, uint64_t kernargAddr,
+                     uint64_t dispatchPtr, uint64_t queuePtr,
+                     ArrayRef<uint8_t> kernargBytes, DeviceMemory &mem,
+                     std::vector<uint8_t> &lds, ExecStats &stats);
+  Error runWave(ExecContext &ctx, uint64_t maxSteps);
+};
+
+Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps) {
+  WaveState &w = ctx.w;
+  ExecStats &st = ctx.stats;
+  while (!w.ended && !w.atBarrier) {
+    Expected<const Inst *> instOr = cache->get(w.pc);
+    if (!instOr)
+      return createStringError("workgroup (%u,%u,%u) wave %u: %s",
+                               w.workgroupId[0], w.workgroupId[1],
+                               w.workgroupId[2], w.waveIdInGroup,
+                               toString(instOr.takeError()).c_str());
+    const Inst &inst = **instOr;
+    ctx.nextPc = w.pc + inst.size;
+    if (Error e = inst.handler(ctx, inst))
+      return e;
+    ++st.instructions;
+    switch (inst.cls) {
+    case InstClass::SALU:
+      ++st.salu;
+      break;
+    case InstClass::VALU:
+      ++st.valu;
+      break;
+    case InstClass::MFMA:
+      ++st.mfma;
+      break;
+    case InstClass::SMEM:
+      ++st.smem;
+      break;
+    case InstClass::VMEM:
+      ++st.vmem;
+      break;
+    case InstClass::LDS:
+      ++st.lds;
+      break;
+    case InstClass::Branch:
+      ++st.branch;
+      break;
+    case InstClass::Other:
+      ++st.other;
+      break;
+    }
+    w.pc = ctx.nextPc;
+    if (++w.steps > maxSteps)
+      return ctx.fail(inst, "wave exceeded the step limit of " +
+                                Twine(maxSteps) + " instructions");
+  }
+  return Error::success();
+}
+
+Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
+                                 std::array<uint32_t, 3> wg,
+                                 uint64_t kernargAddr, uint64_t dispatchPtr,
+                                 uint64_t queuePtr,
+                                 ArrayRef<uint8_t> kernargBytes,
+                                 DeviceMemory &mem, std::vector<uint8_t> &lds,
+                                 ExecStats &stats) {
+  const KernelDescriptor &kd = k.descriptor;
+  const auto &ws = cfg.workgroupSize;
+  uint32_t items = ws[0] * ws[1] * ws[2];
+  unsigned numWaves = (items + 63) / 64;
+  std::fill(lds.begin(), lds.end(), 0);
+  std::vector<WaveState> waves(numWaves);
+  unsigned idDims = kd.getWorkitemIdVgprs();
+  bool preload = cfg.preloadKernargs && kd.getKernargPreloadDwords() > 0;
+  for (unsigned wi = 0; wi < numWaves; ++wi) {
+    WaveState &w = waves[wi];
+    w.waveIdInGroup = wi;
+    w.workgroupId = wg;
+    w.pc = k.entryAddress + (preload ? 256 : 0);
+    w.privateSize = kd.privateSegmentFixedSize;
+    w.scratch.assign(size_t(w.privateSize) * 64, 0);
+    // MODE from compute_pgm_rsrc1.
+    uint32_t r1 = kd.computePgmRsrc1;
+    w.mode = ((r1 >> 12) & 0xf) | (((r1 >> 16) & 0xf) << 4) |
+             (((r1 >> 21) & 1) << 8) | (((r1 >> 23) & 1) << 9) |
+             (((r1 >> 26) & 1) << 23);
+    unsigned s = 0;
+    if (kd.hasCodeProperty(0))
+      s += 4; // private segment buffer: unused on gfx942/gfx950
+    if (kd.hasCodeProperty(1)) {
+      w.setSgpr64(s, dispatchPtr);
+      s += 2;
+    }
+    if (kd.hasCodeProperty(2)) {
+      w.setSgpr64(s, queuePtr);
+      s += 2;
+    }
+    if (kd.hasCodeProperty(3)) {
+      w.setSgpr64(s, kernargAddr);
+      s += 2;
+    }
+    if (kd.hasCodeProperty(4)) {
+      w.setSgpr64(s, 0);
+      s += 2;
+    }
+    if (kd.hasCodeProperty(5))
+      s += 2;
+    if (kd.hasCodeProperty(6))
+      w.sgpr[s++] = kd.privateSegmentFixedSize;
+    if (preload) {
+      unsigned off = kd.getKernargPreloadOffsetDwords();
+      for (unsigned d = 0; d < kd.getKernargPreloadDwords(); ++d) {
+        uint32_t v = 0;
+        size_t byte = size_t(off + d) * 4;
+        if (byte + 4 <= kernargBytes.size())
+          std::memcpy(&v, kernargBytes.data() + byte, 4);
+        w.sgpr[s++] = v;
+      }
+    }
+    s = kd.getUserSgprCount();
+    for (unsigned d = 0; d < 3; ++d)
+      if (kd.enablesWorkgroupId(d))
+        w.sgpr[s++] = wg[d];
+    if (kd.enablesWorkgroupInfo())
+      w.sgpr[s++] = 0;
+    uint64_t exec = 0;
+    for (unsigned lane = 0; lane < 64; ++lane) {
+      uint32_t flatId = wi * 64 + lane;
+      if (flatId >= items)
+        continue;
+      exec |= 1ull << lane;
+      uint32_t x = flatId % ws[0];
+      uint32_t y = (flatId / ws[0]) % ws[1];
+      uint32_t z = flatId / (ws[0] * ws[1]);
+      w.v(0, lane) =
+          x | (idDims >= 1 ? y << 10 : 0) | (idDims >= 2 ? z << 20 : 0);
+    }
+    w.setExec(exec);
+    if (cfg.onWaveStart)
+      cfg.onWaveStart(w);
+  }
+  stats.waves += numWaves;
+  ++stats.workgroups;
+  std::vector<std::unique_ptr<ExecContext>> ctxs;
+  for (WaveState &w : waves)
+    ctxs.push_back(std::make_unique<ExecContext>(
+        w, mem, lds.data(), uint32_t(lds.size()), stats, co->getChip()));
+  // Waves take turns: each runs until it ends or reaches a barrier; the
+  // barrier opens once every wave still running has reached it.
+  while (true) {
+    bool anyRunning = false;
+    for (auto &ctx : ctxs) {
+      if (ctx->w.ended)
+        continue;
+      if (Error e = runWave(*ctx, cfg.maxStepsPerWave))
+        return e;
+      anyRunning |= !ctx->w.ended;
+    }
+    if (!anyRunning)
+      break;
+    for (auto &ctx : ctxs)
+      ctx->w.atBarrier = false;
+  }
+  if (cfg.onWaveEnd)
+    for (WaveState &w : waves)
+      cfg.onWaveEnd(w);
+  return Error::success();
+}
+
+Emulator::Emulator(std::unique_ptr<EmulatorImpl> impl)
+    : impl(std::move(impl)) {}
+Emulator::~Emulator() = default;
+
+Expected<std::unique_ptr<Emulator>>
+Emulator::create(std::shared_ptr<const CodeObject> codeObject) {
+  auto impl = std::make_unique<EmulatorImpl>();
+  auto cache = InstCache::create(codeObject->getImage(), codeObject->getChip());
+  if (!cache)
+    return cache.takeError();
+  impl->cache = std::move(*cache);
+  impl->co = std::move(codeObject);
+  return std::unique_ptr<Emulator>(new Emulator(std::move(impl)));
+}
+
+const CodeObject &Emulator::getCodeObject() const { return *impl->co; }
+
+Expected<std::string> Emulator::disassemble(uint64_t address) {
+  return impl->cache->disassemble(address);
+}
+
+/// Writes `v` as `size` little-endian bytes at `off` if it fits.
+static void put(std::vector<uint8_t> &buf, size_t off, uint64_t v,
+                unsigned size) {
+  if (off + size > buf.size())
+    return;
+  for (unsigned i = 0; i < size; ++i)
+    buf[off + i] = uint8_t(v >> (8 * i));
+}
+
+Expected<ExecStats> Emulator::dispatch(StringRef kernel,
+                                       const DispatchConfig &cfg,
+                                       ArrayRef<uint8_t> kernargs,
+                                       DeviceMemory &memory) {
+  auto kOr = impl->co->getKernel(kernel);
+  if (!kOr)
+    return kOr.takeError();
+  const KernelInfo &k = *kOr;
+  const KernelDescriptor &kd = k.descriptor;
+  const auto &ws = cfg.workgroupSize;
+  const auto &grid = cfg.gridWorkgroups;
+  uint64_t items = uint64_t(ws[0]) * ws[1] * ws[2];
+  if (items == 0 || items > 1024)
+    return createStringError("workgroup size %ux%ux%u must hold 1..1024 "
+                             "work-items",
+                             ws[0], ws[1], ws[2]);
+  if (items > k.maxFlatWorkgroupSize)
+    return createStringError("workgroup size %llu exceeds the kernel's "
+                             ".max_flat_workgroup_size %u",
+                             (unsigned long long)items, k.maxFlatWorkgroupSize);
+  if (ws[1] > 1 && kd.getWorkitemIdVgprs() < 1)
+    return createStringError("kernel reads only the x work-item id but the "
+                             "workgroup has y extent %u",
+                             ws[1]);
+  if (ws[2] > 1 && kd.getWorkitemIdVgprs() < 2)
+    return createStringError("kernel does not read the z work-item id but the "
+                             "workgroup has z extent %u",
+                             ws[2]);
+  uint32_t ldsLimit = impl->co->getChip() == Chip::GFX942 ? 65536 : 163840;
+  uint64_t ldsBytes = uint64_t(kd.groupSegmentFixedSize) + cfg.dynamicLdsBytes;
+  if (ldsBytes > ldsLimit)
+    return createStringError("LDS of %llu bytes exceeds the %u bytes of %s",
+                             (unsigned long long)ldsBytes, ldsLimit,
+                             getChipName(impl->co->getChip()));
+  if (k.usesDynamicStack)
+    return createStringError("kernels with a dynamic stack are not supported");
+
+  // Kernarg segment: explicit bytes, then the hidden arguments.
+  bool hasHiddenMeta = llvm::any_of(k.args, [](const KernelArgInfo &a) {
+    return StringRef(a.valueKind).starts_with("hidden_");
+  });
+  size_t hiddenBase = (kernargs.size() + 7) / 8 * 8;
+  size_t segSize = std::max<size_t>(k.kernargSegmentSize, kernargs.size());
+  if (!hasHiddenMeta)
+    segSize = std::max<size_t>(segSize, hiddenBase + 256);
+  std::vector<uint8_t> seg(segSize, 0);
+  std::copy(kernargs.begin(), kernargs.end(), seg.begin());
+  auto hiddenValue = [&](StringRef kind, uint64_t &v) -> bool {
+    for (unsigned d = 0; d < 3; ++d) {
+      char c = "xyz"[d];
+      if (kind == (Twine("hidden_block_count_") + Twine(c)).str()) {
+        v = grid[d];
+        return true;
+      }
+      if (kind == (Twine("hidden_group_size_") + Twine(c)).str()) {
+        v = ws[d];
+        return true;
+      }
+      if (kind == (Twine("hidden_remainder_") + Twine(c)).str() ||
+          kind == (Twine("hidden_global_offset_") + Twine(c)).str()) {
+        v = 0;
+        return true;
+      }
+    }
+    if (kind == "hidden_grid_dims") {
+      v = grid[2] > 1 ? 3 : grid[1] > 1 ? 2 : 1;
+      return true;
+    }
+    if (kind == "hidden_dynamic_lds_size") {
+      v = cfg.dynamicLdsBytes;
+      return true;
+    }
+    return false;
+  };
+  if (hasHiddenMeta) {
+    for (const KernelArgInfo &a : k.args) {
+      uint64_t v;
+      if (hiddenValue(a.valueKind, v))
+        put(seg, a.offset, v, a.size);
+    }
+  } else {
+    for (unsigned d = 0; d < 3; ++d) {
+      put(seg, hiddenBase + 4 * d, grid[d], 4);
+      put(seg, hiddenBase + 12 + 2 * d, ws[d], 2);
+      put(seg, hiddenBase + 18 + 2 * d, 0, 2);
+    }
+    put(seg, hiddenBase + 64, grid[2] > 1 ? 3 : grid[1] > 1 ? 2 : 1, 2);
+    put(seg, hiddenBase + 120, cfg.dynamicLdsBytes, 4);
+  }
+
+  uint64_t kernargAddr = memory.allocate("kernarg segment", seg.size(), 256);
+  uint64_t packetAddr = memory.allocate("dispatch packet", 64, 64);
+  uint64_t queueAddr = memory.allocate("queue", 256, 64);
+  auto cleanup = make_scope_exit([&] {
+    memory.release(kernargAddr);
+    memory.release(packetAddr);
+    memory.release(queueAddr);
+  });
+  std::vector<uint8_t> packet(64, 0);
+  put(packet, 2, 3, 2); // dimensions
+  for (unsigned d = 0; d < 3; ++d) {
+    put(packet, 4 + 2 * d, ws[d], 2);
+    put(packet, 12 + 4 * d, uint64_t(grid[d]) * ws[d], 4);
+  }
+  put(packet, 24, kd.privateSegmentFixedSize, 4);
+  put(packet, 28, ldsBytes, 4);
+  put(packet, 32, k.descriptorAddress, 8);
+  put(packet, 40, kernargAddr, 8);
+  if (Error e = memory.write(kernargAddr, seg))
+    return std::move(e);
+  if (Error e = memory.write(packetAddr, packet))
+    return std::move(e);
+  for (auto name : {"kernarg segment", "dispatch packet", "queue"})
+    if (Buffer *b = memory.lookup(name))
+      b->readOnly = true;
+
+  uint64_t total = uint64_t(grid[0]) * grid[1] * grid[2];
+  unsigned threads = cfg.threads
+                         ? cfg.threads
+                         : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::max<uint64_t>(1, std::min<uint64_t>(threads, total));
+  std::atomic<uint64_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<ExecStats> perThread(threads);
+  std::vector<std::string> errors(threads);
+  auto worker = [&](unsigned t) {
+    std::vector<uint8_t> lds(ldsBytes);
+    while (!failed.load()) {
+      uint64_t id = next.fetch_add(1);
+      if (id >= total)
+        break;
+      std::array<uint32_t, 3> wg = {
+          uint32_t(id % grid[0]), uint32_t(id / grid[0] % grid[1]),
+          uint32_t(id / (uint64_t(grid[0]) * grid[1]))};
+      if (Error e =
+              impl->runWorkgroup(k, cfg, wg, kernargAddr, packetAddr, queueAddr,
+                                 seg, memory, lds, perThread[t])) {
+        errors[t] = toString(std::move(e));
+        failed = true;
+      }
+    }
+  };
+  if (threads == 1) {
+    worker(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back(worker, t);
+    for (auto &th : pool)
+      th.join();
+  }
+  for (const std::string &e : errors)
+    if (!e.empty())
+      return createStringError(e);
+  ExecStats stats;
+  for (const ExecStats &s : perThread)
+    stats.merge(s);
+  return stats;
+}
+
+} // namespace mlir::mlafp8::emu

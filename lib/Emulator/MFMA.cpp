@@ -1,0 +1,285 @@
+//===- MFMA.cpp - Matrix fused multiply-add -------------------------------===//
+//
+// Operand and result layouts follow ISA-NOTES §4 (checked there against AMD's
+// matrix instruction calculator).
+//
+// Numerics:
+//  - gfx942 (CDNA3): the bit-accurate model of the hardware datapath published
+//    with MMA-Sim (validated on MI300). Per output, chunks of 16 k (fp8) or
+//    min(8, K) k (bf16/f16) in ascending order; exact products split into
+//    significand and exponent; for fp8 the even-k and odd-k products form two
+//    groups, each aligned to its largest exponent with every product truncated
+//    toward zero at 24 fractional bits; the groups combine with floor at 24
+//    bits, the partial sum is floored at 31 bits and the accumulator at 24 bits
+//    (dropped when 25+ binades below); one RNE to f32 per chunk. bf16/f16 use
+//    one group and keep the accumulator.
+//  - gfx950 (CDNA4): no public bit-accurate model exists. The emulator forms
+//    exact products, sums each chunk of 16 k plus the accumulator in f64 and
+//    rounds once to f32 (RNE) per chunk. Tests compare with a tolerance that
+//    covers the difference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Internal.h"
+
+#include "mla-fp8/Reference/Formats.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <array>
+#include <cmath>
+#include <limits>
+
+using namespace llvm;
+
+namespace mlir::mlafp8::emu {
+namespace {
+
+using Ctx = ExecContext;
+
+enum class ElemKind : uint8_t { FP8, BF8, BF16, F16 };
+
+/// A decoded input element: value, and the significand/exponent split the
+/// CDNA3 model aligns on (significand in [1, 2), or scaled below 1 for
+/// subnormals at the format's minimum exponent; zero gets exponent -999).
+struct Elem {
+  double value;
+  double sig;
+  int exp;
+};
+
+Elem splitElem(double v, int minExp) {
+  Elem e{v, 0.0, -999};
+  if (v == 0 || std::isnan(v) || std::isinf(v))
+    return e;
+  int ex;
+  double m = std::frexp(v, &ex); // v = m * 2^ex, 0.5 <= |m| < 1
+  m *= 2;
+  ex -= 1;
+  if (ex < minExp) {
+    m = std::ldexp(m, ex - minExp);
+    ex = minExp;
+  }
+  e.sig = m;
+  e.exp = ex;
+  return e;
+}
+
+/// Per-format decode tables for the 8-bit formats (256 entries each).
+struct Fp8Table {
+  std::array<Elem, 256> e;
+};
+
+const Fp8Table &fp8Table(FP8Format f) {
+  static const auto tables = [] {
+    std::array<Fp8Table, 4> t;
+    for (unsigned fi = 0; fi < 4; ++fi) {
+      auto fmt = FP8Format(fi);
+      int minExp = 1 - getFP8Bias(fmt);
+      for (unsigned b = 0; b < 256; ++b)
+        t[fi].e[b] = splitElem(decodeFP8(uint8_t(b), fmt), minExp);
+    }
+    return t;
+  }();
+  return tables[unsigned(f)];
+}
+
+FP8Format formatOf(ElemKind k, Chip chip) {
+  if (chip == Chip::GFX942)
+    return k == ElemKind::FP8 ? FP8Format::E4M3FNUZ : FP8Format::E5M2FNUZ;
+  return k == ElemKind::FP8 ? FP8Format::E4M3FN : FP8Format::E5M2;
+}
+
+/// Element (row r of A or column r of B, index k) of an operand, per layout.
+struct Layout {
+  unsigned m;         // rows of the block (16 or 32)
+  unsigned k;         // K of the instruction
+  bool f8f6f4;        // gfx950 8-VGPR fp8 layout
+  unsigned elemBytes; // 1 (fp8) or 2 (bf16/f16)
+  unsigned
+      kPerLaneGroup; // consecutive k held by one lane (8 fp8, 4 or 8 16-bit)
+};
+
+/// Returns (lane, byte offset within the operand's VGPRs) of element (r, k).
+inline void locate(const Layout &l, unsigned r, unsigned k, unsigned &lane,
+                   unsigned &byte) {
+  if (l.f8f6f4) {
+    if (l.m == 16) {
+      lane = r + 16 * ((k % 64) / 16);
+      byte = 16 * (k / 64) + k % 16;
+    } else {
+      lane = r + 32 * ((k % 32) / 16);
+      byte = 16 * (k / 32) + k % 16;
+    }
+    return;
+  }
+  unsigned g = l.kPerLaneGroup;
+  lane = r + l.m * (k / g);
+  byte = (k % g) * l.elemBytes;
+}
+
+/// CDNA3 fused dot-add of one chunk: products of a[t]*b[t], t < n, plus c.
+float cdna3Chunk(const Elem *a, const Elem *b, unsigned n, float c, bool fp8,
+                 int cMinExp) {
+  // Specials: the f64 sum decides (NaN, Inf).
+  double exact = double(c);
+  for (unsigned t = 0; t < n; ++t)
+    exact += a[t].value * b[t].value;
+  if (std::isnan(exact) || std::isinf(exact))
+    return float(exact);
+  Elem ce = splitElem(c, cMinExp);
+  auto groupSum = [&](unsigned start, unsigned step, int &eMax) {
+    eMax = std::numeric_limits<int>::min();
+    for (unsigned t = start; t < n; t += step)
+      eMax = std::max(eMax, a[t].exp + b[t].exp);
+    double s = 0;
+    for (unsigned t = start; t < n; t += step) {
+      double sig = a[t].sig * b[t].sig;
+      int e = a[t].exp + b[t].exp;
+      s += std::ldexp(std::trunc(std::ldexp(sig, 24 + e - eMax)), -24);
+    }
+    return s;
+  };
+  double s;
+  int e;
+  if (fp8) {
+    int e0, e1;
+    double s0 = groupSum(0, 2, e0), s1 = groupSum(1, 2, e1);
+    e = std::max(e0, e1);
+    s0 = std::ldexp(std::floor(std::ldexp(s0, 24 + e0 - e)), -24);
+    s1 = std::ldexp(std::floor(std::ldexp(s1, 24 + e1 - e)), -24);
+    s = s0 + s1;
+  } else {
+    s = groupSum(0, 1, e);
+  }
+  int maxE = std::max(e, ce.exp);
+  s = std::ldexp(std::floor(std::ldexp(s, 31 + e - maxE)), -31);
+  double sc = 0;
+  if (!fp8 || ce.exp >= maxE - 25)
+    sc = std::ldexp(std::floor(std::ldexp(ce.sig, 24 + ce.exp - maxE)), -24);
+  return float(std::ldexp(s + sc, maxE));
+}
+
+/// Exact products, one f32 rounding per chunk (the gfx950 model).
+float exactChunk(const Elem *a, const Elem *b, unsigned n, float c) {
+  double s = c;
+  for (unsigned t = 0; t < n; ++t)
+    s += a[t].value * b[t].value;
+  return float(s);
+}
+
+template <unsigned M, unsigned K, ElemKind KA, ElemKind KB, bool F8F6F4>
+Error mfma(Ctx &c, const Inst &I) {
+  constexpr bool is8 = KA == ElemKind::FP8 || KA == ElemKind::BF8;
+  if (I.cbsz || I.abid || (I.blgp && !F8F6F4))
+    return c.fail(I, "MFMA broadcast controls (cbsz/abid/blgp) are not "
+                     "modelled");
+  ElemKind ka = KA, kb = KB;
+  if (F8F6F4) {
+    // cbsz / blgp select the A / B formats: 0 E4M3, 1 E5M2; fp6/fp4 not
+    // modelled.
+    if (I.cbsz > 1 || I.blgp > 1)
+      return c.fail(I, "f8f6f4 MFMA with fp6/fp4 operands is not modelled");
+    ka = I.cbsz ? ElemKind::BF8 : ElemKind::FP8;
+    kb = I.blgp ? ElemKind::BF8 : ElemKind::FP8;
+  }
+  bool isBf16 = KA == ElemKind::BF16;
+  Layout layout;
+  layout.m = M;
+  layout.k = K;
+  layout.f8f6f4 = F8F6F4;
+  layout.elemBytes = is8 ? 1 : 2;
+  // 16-bit operands: gfx942 forms hold 4 k per lane, the gfx950 forms
+  // (16x16x32 / 32x32x16 bf16/f16) hold 8.
+  layout.kPerLaneGroup = is8 ? 8 : (K * M == 512 ? 8 : 4);
+  unsigned aRegs = I.src(0).width, bRegs = I.src(1).width;
+  (void)aRegs;
+  (void)bRegs;
+
+  auto fetch = [&](const Operand &op, ElemKind kind, unsigned r, unsigned k,
+                   int minExp16) -> Elem {
+    unsigned lane, byte;
+    locate(layout, r, k, lane, byte);
+    uint32_t word = c.readRaw32(op, lane, byte / 4);
+    if (kind == ElemKind::FP8 || kind == ElemKind::BF8) {
+      uint8_t bits = uint8_t(word >> (8 * (byte % 4)));
+      return fp8Table(formatOf(kind, c.chip)).e[bits];
+    }
+    uint16_t h = uint16_t(word >> (8 * (byte % 4)));
+    double v = kind == ElemKind::BF16 ? bf16ToFloat(h) : f16ToFloat(h);
+    return splitElem(v, minExp16);
+  };
+  int minExp16 = isBf16 ? -126 : -14;
+
+  // Gather A (M x K) and B (K x N) once.
+  static thread_local std::vector<Elem> A, B;
+  A.resize(M * K);
+  B.resize(M * K);
+  for (unsigned r = 0; r < M; ++r)
+    for (unsigned k = 0; k < K; ++k) {
+      A[r * K + k] = fetch(I.src(0), ka, r, k, minExp16);
+      B[r * K + k] = fetch(I.src(1), kb, r, k, minExp16);
+    }
+  const Operand &cop = I.src(2);
+  float out[M * M];
+  unsigned chunk = is8 ? 16 : std::min(8u, K);
+  bool cdna3 = c.chip == Chip::GFX942;
+  for (unsigned i = 0; i < M; ++i)
+    for (unsigned j = 0; j < M; ++j) {
+      unsigned reg, lane;
+      if (M == 16) {
+        reg = i % 4;
+        lane = j + 16 * (i / 4);
+      } else {
+        reg = 4 * (i / 8) + i % 4;
+        lane = j + 32 * ((i % 8) / 4);
+      }
+      float acc = cop.kind == OpKind::Imm ? asF32(immBits32(cop))
+                                          : asF32(c.readRaw32(cop, lane, reg));
+      for (unsigned k0 = 0; k0 < K; k0 += chunk) {
+        Elem a[16], b[16];
+        for (unsigned t = 0; t < chunk; ++t) {
+          a[t] = A[i * K + k0 + t];
+          b[t] = B[j * K + k0 + t];
+        }
+        acc = cdna3 ? cdna3Chunk(a, b, chunk, acc, is8, -126)
+                    : exactChunk(a, b, chunk, acc);
+      }
+      out[reg * 64 + lane] = acc;
+    }
+  // D may alias C: write after all reads.
+  const Operand &d = I.ops[0];
+  for (unsigned reg = 0; reg < M * M / 64; ++reg)
+    for (unsigned lane = 0; lane < 64; ++lane)
+      c.vreg(d, lane, reg) = bitsF32(out[reg * 64 + lane]);
+  return Error::success();
+}
+
+} // namespace
+
+void registerMfmaOps(OpTable &t) {
+  auto add = [&](const char *name, Handler h) {
+    t[name] = {h, InstClass::MFMA};
+  };
+  using EK = ElemKind;
+  add("v_mfma_f32_16x16x32_fp8_fp8", mfma<16, 32, EK::FP8, EK::FP8, false>);
+  add("v_mfma_f32_16x16x32_fp8_bf8", mfma<16, 32, EK::FP8, EK::BF8, false>);
+  add("v_mfma_f32_16x16x32_bf8_fp8", mfma<16, 32, EK::BF8, EK::FP8, false>);
+  add("v_mfma_f32_16x16x32_bf8_bf8", mfma<16, 32, EK::BF8, EK::BF8, false>);
+  add("v_mfma_f32_32x32x16_fp8_fp8", mfma<32, 16, EK::FP8, EK::FP8, false>);
+  add("v_mfma_f32_32x32x16_fp8_bf8", mfma<32, 16, EK::FP8, EK::BF8, false>);
+  add("v_mfma_f32_32x32x16_bf8_fp8", mfma<32, 16, EK::BF8, EK::FP8, false>);
+  add("v_mfma_f32_32x32x16_bf8_bf8", mfma<32, 16, EK::BF8, EK::BF8, false>);
+  add("v_mfma_f32_16x16x16_bf16", mfma<16, 16, EK::BF16, EK::BF16, false>);
+  add("v_mfma_f32_32x32x8_bf16", mfma<32, 8, EK::BF16, EK::BF16, false>);
+  add("v_mfma_f32_16x16x16_f16", mfma<16, 16, EK::F16, EK::F16, false>);
+  add("v_mfma_f32_32x32x8_f16", mfma<32, 8, EK::F16, EK::F16, false>);
+  add("v_mfma_f32_16x16x32_bf16", mfma<16, 32, EK::BF16, EK::BF16, false>);
+  add("v_mfma_f32_32x32x16_bf16", mfma<32, 16, EK::BF16, EK::BF16, false>);
+  add("v_mfma_f32_16x16x32_f16", mfma<16, 32, EK::F16, EK::F16, false>);
+  add("v_mfma_f32_32x32x16_f16", mfma<32, 16, EK::F16, EK::F16, false>);
+  add("v_mfma_f32_16x16x128_f8f6f4", mfma<16, 128, EK::FP8, EK::FP8, true>);
+  add("v_mfma_f32_32x32x64_f8f6f4", mfma<32, 64, EK::FP8, EK::FP8, true>);
+}
+
+} // namespace mlir::mlafp8::emu

@@ -1,0 +1,248 @@
+//===- mla-fp8-emu.cpp - Run a code object's kernel on the CPU ------------===//
+
+#include "mla-fp8/Emulator/Emulator.h"
+#include "mla-fp8/Emulator/PrequantBmmRunner.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <random>
+
+using namespace llvm;
+using namespace mlir::mlafp8;
+using namespace mlir::mlafp8::emu;
+
+static cl::OptionCategory category("mla-fp8-emu options");
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<code object (.hsaco)>"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    kernelName("kernel", cl::desc("Kernel symbol (default: the only kernel)"),
+               cl::cat(category));
+static cl::opt<std::string>
+    gridOpt("grid", cl::desc("Grid size in workgroups: x[,y[,z]]"),
+            cl::cat(category));
+static cl::opt<std::string>
+    blockOpt("block", cl::desc("Workgroup size in work-items: x[,y[,z]]"),
+             cl::cat(category));
+static cl::opt<unsigned> ldsOpt("lds", cl::desc("Dynamic LDS bytes"),
+                                cl::init(0), cl::cat(category));
+static cl::list<std::string> argsOpt(
+    "arg",
+    cl::desc("Kernel argument, in order (generic mode): i32:<v>, i64:<v>, "
+             "null, or buf:<name>:<bytes>[:zero|rand] (a fresh buffer)"),
+    cl::cat(category));
+static cl::opt<std::string> abiOpt(
+    "abi",
+    cl::desc("Run a prequant-bmm kernel on random inputs with this argument "
+             "layout and compare with the reference: triton-peer"),
+    cl::cat(category));
+static cl::opt<int64_t> bOpt("B", cl::desc("Batch (prequant-bmm)"), cl::init(1),
+                             cl::cat(category));
+static cl::opt<int64_t> mOpt("M", cl::desc("Rows (prequant-bmm)"), cl::init(16),
+                             cl::cat(category));
+static cl::opt<int64_t>
+    nOpt("N", cl::desc("Columns (prequant-bmm; default from the file name)"),
+         cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    kOpt("K", cl::desc("Reduction (prequant-bmm; default from the file name)"),
+         cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    tileMOpt("tile-m", cl::desc("Tile rows (default from the file name BM..)"),
+             cl::init(0), cl::cat(category));
+static cl::opt<unsigned>
+    tileNOpt("tile-n",
+             cl::desc("Tile columns (default from the file name BN..)"),
+             cl::init(0), cl::cat(category));
+static cl::opt<int64_t> groupOpt("group", cl::desc("Quantization group size"),
+                                 cl::init(128), cl::cat(category));
+static cl::opt<uint64_t> seedOpt("seed", cl::desc("Random seed"), cl::init(1),
+                                 cl::cat(category));
+static cl::opt<bool> transposeYOpt("transpose-y",
+                                   cl::desc("Write Y as (M, B, N)"),
+                                   cl::cat(category));
+static cl::opt<unsigned> threadsOpt("emu-threads",
+                                    cl::desc("Worker threads (0 = all cores)"),
+                                    cl::init(1), cl::cat(category));
+static cl::opt<uint64_t> maxStepsOpt("emu-max-steps",
+                                     cl::desc("Per-wave instruction limit"),
+                                     cl::init(50'000'000), cl::cat(category));
+static cl::opt<bool> noPreload(
+    "no-kernarg-preload",
+    cl::desc("Start at the entry even when the kernel preloads kernargs"),
+    cl::cat(category));
+
+/// Prints one error line and exits non-zero.
+[[noreturn]] static void die(const Twine &msg) {
+  errs() << "mla-fp8-emu: error: " << msg << "\n";
+  exit(1);
+}
+
+static std::array<uint32_t, 3> parseDims(StringRef s, StringRef what) {
+  std::array<uint32_t, 3> d = {1, 1, 1};
+  SmallVector<StringRef, 3> parts;
+  s.split(parts, ',');
+  if (parts.empty() || parts.size() > 3)
+    die("--" + what + " expects x[,y[,z]], got '" + s + "'");
+  for (unsigned i = 0; i < parts.size(); ++i)
+    if (parts[i].trim().getAsInteger(10, d[i]) || d[i] == 0)
+      die("--" + what + " expects positive integers, got '" + s + "'");
+  return d;
+}
+
+static void printStats(const ExecStats &s) {
+  outs() << "dynamic counts: " << s.instructions << " instructions (VALU "
+         << s.valu << ", SALU " << s.salu << ", MFMA " << s.mfma << ", SMEM "
+         << s.smem << ", VMEM " << s.vmem << ", LDS " << s.lds << ", branch "
+         << s.branch << ", other " << s.other << ")\n"
+         << "memory: " << s.bytesLoaded << " bytes loaded, " << s.bytesStored
+         << " bytes stored; LDS " << s.ldsBytesRead << " bytes read, "
+         << s.ldsBytesWritten << " bytes written\n"
+         << "waves: " << s.waves << " in " << s.workgroups << " workgroups\n";
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mla-fp8-emu: runs a kernel of an AMDGPU code object (gfx942, gfx950) "
+      "on the CPU emulator\n\n"
+      "Generic mode: --kernel, --grid, --block, --lds and --arg describe the "
+      "launch.\nPrequant-bmm mode (--abi): random inputs for B, M, N, K, run, "
+      "and a comparison with the reference.\n");
+
+  auto coOr = CodeObject::fromFile(inputFile);
+  if (!coOr)
+    die(toString(coOr.takeError()));
+  std::shared_ptr<const CodeObject> co = std::move(*coOr);
+  std::string kernel = kernelName;
+  if (kernel.empty()) {
+    if (co->getKernels().size() != 1)
+      die("the code object has " + Twine(co->getKernels().size()) +
+          " kernels; choose one with --kernel");
+    kernel = co->getKernels()[0].name;
+  }
+  auto kOr = co->getKernel(kernel);
+  if (!kOr)
+    die(toString(kOr.takeError()));
+  auto emuOr = Emulator::create(co);
+  if (!emuOr)
+    die(toString(emuOr.takeError()));
+  Emulator &emu = **emuOr;
+
+  DispatchConfig cfg;
+  cfg.dynamicLdsBytes = ldsOpt;
+  cfg.threads = threadsOpt;
+  cfg.maxStepsPerWave = maxStepsOpt;
+  cfg.preloadKernargs = !noPreload;
+  if (!blockOpt.empty())
+    cfg.workgroupSize = parseDims(blockOpt, "block");
+
+  if (!abiOpt.empty()) {
+    auto abi = parsePrequantAbi(abiOpt);
+    if (!abi)
+      die("unknown --abi '" + abiOpt + "' (supported: triton-peer)");
+    if (!argsOpt.empty() || !gridOpt.empty())
+      die("--abi computes the arguments and the grid; drop --arg/--grid");
+    PrequantBmmProblem p;
+    p.B = bOpt;
+    p.M = mOpt;
+    p.N = nOpt;
+    p.K = kOpt;
+    p.groupSize = groupOpt;
+    p.seed = seedOpt;
+    p.transposeY = transposeYOpt;
+    p.format =
+        co->getChip() == Chip::GFX942 ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
+    unsigned tm = tileMOpt, tn = tileNOpt;
+    // Triton peer objects are named ..._N<n>_K<k>_BM<m>_BN<n>_...
+    SmallVector<StringRef, 5> mt;
+    Regex re("N([0-9]+)_K([0-9]+)_BM([0-9]+)_BN([0-9]+)");
+    if (re.match(sys::path::filename(inputFile), &mt)) {
+      if (!p.N)
+        p.N = std::stoll(mt[1].str());
+      if (!p.K)
+        p.K = std::stoll(mt[2].str());
+      if (!tm)
+        tm = std::stoul(mt[3].str());
+      if (!tn)
+        tn = std::stoul(mt[4].str());
+    }
+    if (!p.N || !p.K || !tm || !tn)
+      die("--abi=triton-peer needs --N, --K, --tile-m and --tile-n (not "
+          "derivable from the file name)");
+    if (blockOpt.empty())
+      cfg.workgroupSize = {kOr->maxFlatWorkgroupSize, 1, 1};
+    auto res = runPrequantBmm(emu, kernel, *abi, p, tm, tn, cfg);
+    if (!res)
+      die(toString(res.takeError()));
+    outs() << "kernel " << kernel << " (" << getChipName(co->getChip())
+           << "): B=" << p.B << " M=" << p.M << " N=" << p.N << " K=" << p.K
+           << " tile " << tm << "x" << tn << ", workgroup "
+           << cfg.workgroupSize[0] << ", dynamic LDS " << cfg.dynamicLdsBytes
+           << "\n";
+    outs() << format(
+        "vs f64 reference: max abs error %.3g, max rel error "
+        "%.3g, max ulp distance %.3g (bf16), %lld NaN mismatches\n",
+        res->error.maxAbsError, res->error.maxRelError,
+        res->error.maxUlpDistance, (long long)res->error.nanMismatches);
+    printStats(res->stats);
+    if (res->unwritten || res->failures) {
+      outs() << "FAIL: " << res->failures << " elements outside tolerance, "
+             << res->unwritten << " never written";
+      if (!res->firstFailure.empty())
+        outs() << "; first: " << res->firstFailure;
+      outs() << "\n";
+      return 1;
+    }
+    outs() << "PASS\n";
+    return 0;
+  }
+
+  // Generic mode.
+  if (gridOpt.empty())
+    die("generic mode needs --grid (or use --abi)");
+  cfg.gridWorkgroups = parseDims(gridOpt, "grid");
+  DeviceMemory mem;
+  std::vector<KernelArg> kargs;
+  std::mt19937_64 rng(seedOpt);
+  for (StringRef a : argsOpt) {
+    SmallVector<StringRef, 4> f;
+    a.split(f, ':');
+    int64_t v;
+    if (f[0] == "null" && f.size() == 1) {
+      kargs.push_back(KernelArg::pointer(0));
+    } else if ((f[0] == "i32" || f[0] == "i64") && f.size() == 2 &&
+               !f[1].getAsInteger(0, v)) {
+      kargs.push_back(f[0] == "i32" ? KernelArg::i32(int32_t(v))
+                                    : KernelArg::i64(v));
+    } else if (f[0] == "buf" && (f.size() == 3 || f.size() == 4) &&
+               !f[2].getAsInteger(0, v) && v >= 0) {
+      uint64_t addr = mem.allocate(f[1], uint64_t(v));
+      if (f.size() == 4 && f[3] == "rand") {
+        Buffer *b = mem.lookup(f[1]);
+        for (int64_t i = 0; i < v; ++i)
+          b->data[i] = uint8_t(rng());
+      } else if (f.size() == 4 && f[3] != "zero") {
+        die("bad --arg '" + a + "': fill must be zero or rand");
+      }
+      kargs.push_back(KernelArg::pointer(addr));
+    } else {
+      die("bad --arg '" + a +
+          "' (expected i32:<v>, i64:<v>, null or buf:<name>:<bytes>[:fill])");
+    }
+  }
+  auto stats = emu.dispatch(kernel, cfg, packKernelArgs(kargs), mem);
+  if (!stats)
+    die(toString(stats.takeError()));
+  outs() << "kernel " << kernel << " (" << getChipName(co->getChip())
+         << ") completed\n";
+  printStats(*stats);
+  return 0;
+}
