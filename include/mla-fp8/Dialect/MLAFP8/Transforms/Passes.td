@@ -28,4 +28,41 @@ def MLAFP8FusePrequantPass : Pass<"mlafp8-fuse-prequant"> {
   let dependentDialects = ["::mlir::mlafp8::MLAFP8Dialect"];
 }
 
+def MLAFP8SelectTilesPass : Pass<"mlafp8-select-tiles"> {
+  let summary = "attach the per-M-range tile configurations to each prequant_bmm";
+  let description = [{
+    Sets the `tiles` attribute of every `mlafp8.prequant_bmm` that has none, from
+    the tuned table in `TileTable.cpp` (keyed by chip, N, K and group size, one
+    entry per M range) or, for shapes the table lacks, from a heuristic that
+    keeps small M from leaving most of the chip idle (narrow N tiles) and grows
+    the tile with M. An op that already has `tiles` is left alone. The same
+    selection is available as `mlir::mlafp8::selectTiles` (TileSelection.h).
+
+    Split-K is never selected: combining partial sums across workgroups needs
+    fp32 atomics on a zeroed fp32 buffer and a second pass to round to the
+    output type, and the order of the atomics makes results vary from run to
+    run. Narrower N tiles fill the chip instead.
+
+    Fails with a diagnostic for an unknown chip, or when `w`'s fp8 format is not
+    the chip's (FNUZ on gfx942, OCP on gfx950).
+
+    Before:
+    ```mlir
+    %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x128xbf16>,
+        tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+    ```
+    After (`chip=gfx942`):
+    ```mlir
+    %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [
+        #mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 16, ...>,
+        ...]} : ...
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"gfx942\"",
+           "the target chip (gfx942 or gfx950)">
+  ];
+  let dependentDialects = ["::mlir::mlafp8::MLAFP8Dialect"];
+}
+
 #endif // MLAFP8_TRANSFORMS_PASSES

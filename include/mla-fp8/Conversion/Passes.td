@@ -1,0 +1,99 @@
+//===- Passes.td - mlafp8 conversion passes ----------------*- tablegen -*-===//
+
+#ifndef MLAFP8_CONVERSION_PASSES
+#define MLAFP8_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "generate one gpu.func kernel per tile of each prequant_bmm";
+  let description = [{
+    For every `mlafp8.prequant_bmm` (which must carry `tiles`, see
+    `mlafp8-select-tiles`), creates `gpu.module @<func>_kernels` (the module
+    becomes a `gpu.container_module`) holding one `gpu.func` kernel per tile,
+    named as `getKernelName` says, e.g.
+    `mla_fp8_n512_k128_g128_bf16_gfx942_m1_16`. The host function is left in
+    place: the op gets a `kernels` attribute, an array of `@module::@kernel`
+    symbol references parallel to `tiles`, that tells a launcher which kernel
+    serves which M range. The kernel ABI (argument order, kernarg offsets, grid)
+    is documented in `MLAFP8ToGPU.h`.
+
+    Inside a kernel, for each K-group: W fragments are loaded with 16-byte
+    loads straight into MFMA B-operand registers; the X rows of the tile are
+    loaded, each row's amax is reduced across the lanes that hold it
+    (`gpu.shuffle xor`), the values are scaled, clamped to +-FMAX and converted
+    with `amdgpu.packed_trunc_2xfp8`, and stored to LDS in MFMA A-operand
+    order (one 16-byte `ds_read_b128` per lane feeds two MFMAs) with the row
+    scales next to them; `amdgpu.mfma` accumulates a fresh per-group partial,
+    which is multiplied by the row scales and added to the f32 accumulator.
+    The epilogue applies the weight descale (per tensor or per batch) and the
+    bias, rounds to the output type and stores with M and N tail masks. The
+    K order inside a group is permuted identically for X and W so that each
+    lane's two 8-byte MFMA operands are 16 contiguous bytes. A partial last
+    K-group reads zeros past K (masked loads), so its amax and sum cover only
+    the existing columns.
+
+    Fails with a diagnostic for an unknown chip, an fp8 format the chip lacks,
+    a missing `tiles`, `split_k` > 1 (not lowered: see mlafp8-select-tiles),
+    a group size below the MFMA's K, or a tile whose LDS exceeds the chip's.
+
+    Before:
+    ```mlir
+    %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<...>]} : ...
+    ```
+    After:
+    ```mlir
+    %y = mlafp8.prequant_bmm %x, %w, %ws {kernels = [@f_kernels::@mla_fp8_...],
+        tiles = [...]} : ...
+    gpu.module @f_kernels {
+      gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m1_0(%x: memref<...>, ...)
+          kernel attributes {known_block_size = array<i32: 64, 1, 1>} { ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"gfx942\"",
+           "the target chip (gfx942 or gfx950)">
+  ];
+  let dependentDialects = [
+    "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def MLAFP8SerializePass : Pass<"mlafp8-serialize", "::mlir::ModuleOp"> {
+  let summary = "compile each gpu.module to a code object in-process";
+  let description = [{
+    Replaces every `gpu.module` (in the LLVM and ROCDL dialects, as after
+    `convert-gpu-to-rocdl`) with a `gpu.binary` of the same name holding one
+    `#gpu.object<#rocdl.target<chip = ...>, ...>`: a linked code object
+    (`format=hsaco`, ELF shared object, built with LLVM's AMDGPU target and the
+    lld library in this process: no ROCm, no linker executable), a relocatable
+    object (`format=object`) or the assembly text (`format=isa`). With `dump`,
+    the bytes are also written to disk: to `<dump>/<module>.hsaco|.o|.s` when
+    `dump` is an existing directory, else to the file `dump` (one module only).
+
+    Before:
+    ```mlir
+    gpu.module @f_kernels { llvm.func @k(...) attributes {rocdl.kernel} }
+    ```
+    After:
+    ```mlir
+    gpu.binary @f_kernels [#gpu.object<#rocdl.target<chip = "gfx942">, bin = "...">]
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"gfx942\"",
+           "the target chip (gfx942 or gfx950)">,
+    Option<"format", "format", "std::string", /*default=*/"\"hsaco\"",
+           "what to produce: hsaco, object or isa">,
+    Option<"optLevel", "opt-level", "unsigned", /*default=*/"3",
+           "LLVM optimization level (0 to 3)">,
+    Option<"dump", "dump", "std::string", /*default=*/"\"\"",
+           "also write the bytes to this directory or file">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::ROCDL::ROCDLDialect"];
+}
+
+#endif // MLAFP8_CONVERSION_PASSES

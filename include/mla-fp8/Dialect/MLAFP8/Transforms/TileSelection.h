@@ -1,0 +1,80 @@
+//===- TileSelection.h - Tile configurations per chip, shape and M -*- C++ -*-===//
+//
+// The C++ face of `mlafp8-select-tiles`: which kernels (one per M range) a
+// prequant_bmm of a given (N, K, group size) gets on a chip. The AOT generator
+// calls it to list the kernels and their M ranges; the pass attaches the same
+// list to the op as `#mlafp8.tile`s.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLAFP8_DIALECT_MLAFP8_TRANSFORMS_TILESELECTION_H
+#define MLAFP8_DIALECT_MLAFP8_TRANSFORMS_TILESELECTION_H
+
+#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Attrs.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+namespace mlir::mlafp8 {
+
+/// One kernel's tiling, for the token counts `minM <= M <= maxM` (`maxM` 0:
+/// unbounded). Mirrors `#mlafp8.tile`.
+struct TileConfig {
+  int64_t minM;
+  int64_t maxM;
+  int64_t blockM;
+  int64_t blockN;
+  int64_t waves;
+  MfmaShape mfma;
+  int64_t splitK = 1;
+  int64_t stages = 1;
+  int64_t occupancy = 2;
+
+  /// Whether `m` tokens are served by this tile.
+  bool containsM(int64_t m) const {
+    return m >= minM && (maxM == 0 || m <= maxM);
+  }
+  /// The attribute form.
+  TileAttr toAttr(MLIRContext *context) const;
+  /// From the attribute form.
+  static TileConfig fromAttr(TileAttr attr);
+};
+
+/// Where a selection came from.
+enum class TileSource {
+  /// A tuned entry of the table in TileTable.cpp.
+  Table,
+  /// The heuristic, for a shape the table lacks.
+  Heuristic,
+};
+
+/// A complete selection: tiles sorted by M, covering every M >= 1, the last
+/// one unbounded.
+struct TileSelection {
+  SmallVector<TileConfig> tiles;
+  TileSource source;
+};
+
+/// Selects the tiles for a prequant_bmm with `n` output columns, reduction
+/// depth `k` and K-groups of `groupSize` on `chip` (e.g. "gfx942"). Fails for
+/// an unknown chip (the message lists the supported ones) or a group size the
+/// kernels cannot handle (below 16).
+llvm::Expected<TileSelection> selectTiles(StringRef chip, int64_t n, int64_t k,
+                                          int64_t groupSize);
+
+/// The tile of `tiles` that serves `m` tokens, or null.
+const TileConfig *findTileForM(ArrayRef<TileConfig> tiles, int64_t m);
+
+/// Workgroups the kernel of `tile` launches: ceil(N / block_n) * split_k
+/// along x, ceil(M / block_m) along y, `batch` along z (zero when M is 0).
+int64_t countWorkgroups(const TileConfig &tile, int64_t n, int64_t m,
+                        int64_t batch);
+
+/// LDS bytes a kernel of `tile` allocates statically: the fp8 activation tile
+/// of one K-group in MFMA operand order plus one f32 scale per row.
+int64_t getTileLDSBytes(const TileConfig &tile, int64_t groupSize);
+
+} // namespace mlir::mlafp8
+
+#endif // MLAFP8_DIALECT_MLAFP8_TRANSFORMS_TILESELECTION_H

@@ -1,0 +1,106 @@
+//===- Serialize.cpp - gpu.module to gpu.binary, in-process ---------------===//
+
+#include "mla-fp8/Conversion/Passes.h"
+
+#include "mla-fp8/Target/Chip.h"
+#include "mla-fp8/Target/Serialization.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::mlafp8 {
+#define GEN_PASS_DEF_MLAFP8SERIALIZEPASS
+#include "mla-fp8/Conversion/Passes.h.inc"
+} // namespace mlir::mlafp8
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+
+namespace {
+struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    const ChipInfo *chipInfo = lookupChip(chip);
+    if (!chipInfo) {
+      module.emitError() << describeUnsupportedChip(chip);
+      return signalPassFailure();
+    }
+    SerializationOptions options;
+    options.optLevel = optLevel;
+    StringRef extension;
+    gpu::CompilationTarget target;
+    if (format == "hsaco") {
+      options.format = SerializationFormat::CodeObject;
+      extension = ".hsaco";
+      target = gpu::CompilationTarget::Binary;
+    } else if (format == "object") {
+      options.format = SerializationFormat::Object;
+      extension = ".o";
+      target = gpu::CompilationTarget::Binary;
+    } else if (format == "isa") {
+      options.format = SerializationFormat::Assembly;
+      extension = ".s";
+      target = gpu::CompilationTarget::Assembly;
+    } else {
+      module.emitError() << "unknown serialization format '" << format
+                         << "'; expected hsaco, object or isa";
+      return signalPassFailure();
+    }
+    if (optLevel > 3) {
+      module.emitError() << "opt-level must be 0 to 3, got " << optLevel;
+      return signalPassFailure();
+    }
+
+    SmallVector<gpu::GPUModuleOp> gpuModules(
+        module.getOps<gpu::GPUModuleOp>());
+    bool dumpToDirectory = !dump.empty() && llvm::sys::fs::is_directory(dump);
+    if (!dump.empty() && !dumpToDirectory && gpuModules.size() > 1) {
+      module.emitError() << "dump=" << dump
+                         << " is a file but there are " << gpuModules.size()
+                         << " gpu.modules; give a directory";
+      return signalPassFailure();
+    }
+
+    initializeAMDGPUTarget();
+    auto targetAttr = ROCDL::ROCDLTargetAttr::get(
+        &getContext(), /*optLevel=*/optLevel, kAMDGPUTriple, chipInfo->name,
+        chipInfo->llvmFeatures);
+    for (gpu::GPUModuleOp gpuModule : gpuModules) {
+      FailureOr<std::string> bytes =
+          serializeGPUModule(gpuModule, *chipInfo, options);
+      if (failed(bytes))
+        return signalPassFailure();
+      if (!dump.empty()) {
+        SmallString<256> path(dump);
+        if (dumpToDirectory)
+          llvm::sys::path::append(path, gpuModule.getName() + extension);
+        std::error_code error;
+        llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_None);
+        if (error) {
+          gpuModule.emitError() << "cannot write " << path << ": "
+                                << error.message();
+          return signalPassFailure();
+        }
+        out << *bytes;
+      }
+      OpBuilder builder(gpuModule);
+      auto object = gpu::ObjectAttr::get(
+          &getContext(), targetAttr, target,
+          builder.getStringAttr(*bytes), /*properties=*/nullptr,
+          /*kernels=*/nullptr);
+      gpu::BinaryOp::create(builder, gpuModule.getLoc(), gpuModule.getName(),
+                            /*offloadingHandler=*/nullptr,
+                            ArrayRef<Attribute>{object});
+      gpuModule.erase();
+    }
+  }
+};
+} // namespace

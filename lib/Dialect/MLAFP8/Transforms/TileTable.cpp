@@ -1,0 +1,117 @@
+//===- TileTable.cpp - Tuned tiles per chip, (N, K) and M range ------------===//
+//
+// One entry per kernel: {min_m, max_m (0 = unbounded), block_m, block_n, waves,
+// mfma, split_k, stages, occupancy}. The comment on each entry says what it
+// buys. Workgroup counts are for DeepSeek-R1 at TP8 (B = 16 heads per rank);
+// the grid is ceil(N / block_n) x ceil(M / block_m) x B.
+//
+// Decode is bound by launch latency and by how many CUs the grid keeps busy,
+// not by arithmetic (SPEC.md), so small M uses narrow N tiles to fill the
+// chip. Split-K is not used (split_k = 1 everywhere): adding partial sums from
+// several workgroups needs fp32 atomics into a zeroed buffer plus a second
+// kernel to round to bf16/f16, and the atomics' order makes results differ
+// from run to run. Narrow N tiles fill the chip without either cost; what
+// they cost instead is that each N tile re-reads and re-quantizes its X rows,
+// which is cheap at decode sizes (X is KiBs, W is 1 MiB).
+//
+// Waves split the N side of the tile first (one W slice each, no W sharing
+// through LDS needed); the remaining waves split M.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TileTable.h"
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+
+static constexpr MfmaShape k16 = MfmaShape::M16N16K32;
+static constexpr MfmaShape k32 = MfmaShape::M32N32K16;
+
+// gfx942 (MI300X: 304 CUs, 64 KiB LDS), K-up: N = 512, K = 128, one group.
+static const TileConfig gfx942KUp[] = {
+    // 16-column tiles: 32 N tiles x 16 heads = 512 single-wave workgroups at
+    // M = 1, 1.7 per CU, so no CU idles; 4 MFMAs per workgroup.
+    {1, 16, 16, 16, 1, k16},
+    // Two 16-row MFMA blocks share each W fragment; still 512 workgroups.
+    {17, 32, 32, 16, 1, k16},
+    // 32x32 tiles, two waves: 16 N x 2 M tiles x 16 = 512 workgroups at M = 64.
+    {33, 64, 32, 32, 2, k16},
+    // Each wave: 64 rows x 16 columns, W fragment reused by 4 MFMA row blocks;
+    // 512 workgroups at M = 128.
+    {65, 128, 64, 32, 2, k16},
+    // 64x64, four waves: 512 workgroups at M = 256, 256 at M = 129.
+    {129, 256, 64, 64, 4, k16},
+    // 32x32x16 MFMAs (half the issue count per flop of 16x16x32 at this
+    // size), 64x128 tiles: 320-512 workgroups for M = 257..512.
+    {257, 512, 64, 128, 4, k32},
+    // 128x128, each wave 128x32 (64 accumulator VGPRs): 512 workgroups at
+    // M = 1024, W read once per 128 rows.
+    {513, 0, 128, 128, 4, k32},
+};
+
+// gfx942, V-up: N = 128, K = 512, four groups.
+static const TileConfig gfx942VUp[] = {
+    // 16-column tiles: 8 N tiles x 16 = 128 workgroups at M = 1. The chip is
+    // not full (128 of 304 CUs), but the only way to go further is split-K
+    // over the 4 groups, which needs fp32 atomics (see the header); each
+    // workgroup's chain is short (4 groups x 4 MFMAs).
+    {1, 16, 16, 16, 1, k16},
+    // 32 rows per tile: W fragments reused twice; 128 workgroups.
+    {17, 32, 32, 16, 1, k16},
+    // 256 workgroups at M = 64 (2 M tiles).
+    {33, 64, 32, 16, 1, k16},
+    // 32x32, two waves: 256 workgroups at M = 128.
+    {65, 128, 32, 32, 2, k16},
+    // 64x32: each wave 64x16, 256 workgroups at M = 256.
+    {129, 256, 64, 32, 2, k16},
+    // 64x64, four waves: 256 workgroups at M = 512.
+    {257, 512, 64, 64, 4, k16},
+    // 32x32x16, 128x64 tiles, each wave 64x32: 256 workgroups at M = 1024.
+    {513, 0, 128, 64, 4, k32},
+};
+
+// gfx950 (MI355X: 256 CUs, 160 KiB LDS), K-up. Same reasoning as gfx942 with
+// 256 CUs: 512 workgroups at small M is 2 per CU.
+static const TileConfig gfx950KUp[] = {
+    // 512 single-wave workgroups at M = 1 (2 per CU).
+    {1, 16, 16, 16, 1, k16},
+    // 512 workgroups, W fragment reused by two MFMA row blocks.
+    {17, 32, 32, 16, 1, k16},
+    // 512 workgroups at M = 64.
+    {33, 64, 32, 32, 2, k16},
+    // 512 workgroups at M = 128.
+    {65, 128, 64, 32, 2, k16},
+    // 512 workgroups at M = 256.
+    {129, 256, 64, 64, 4, k16},
+    // 32x32x16 MFMAs: 320-512 workgroups for M = 257..512.
+    {257, 512, 64, 128, 4, k32},
+    // 128x128: 512 workgroups at M = 1024.
+    {513, 0, 128, 128, 4, k32},
+};
+
+// gfx950, V-up.
+static const TileConfig gfx950VUp[] = {
+    // 128 workgroups at M = 1 (half the chip; split-K would need atomics).
+    {1, 16, 16, 16, 1, k16},
+    // 128 workgroups, W fragments reused twice.
+    {17, 32, 32, 16, 1, k16},
+    // 256 workgroups at M = 64: one per CU.
+    {33, 64, 32, 16, 1, k16},
+    // 256 workgroups at M = 128.
+    {65, 128, 32, 32, 2, k16},
+    // 256 workgroups at M = 256.
+    {129, 256, 64, 32, 2, k16},
+    // 256 workgroups at M = 512.
+    {257, 512, 64, 64, 4, k16},
+    // 256 workgroups at M = 1024, 32x32x16 MFMAs.
+    {513, 0, 128, 64, 4, k32},
+};
+
+static const TileTableEntry table[] = {
+    {"gfx942", 512, 128, 128, gfx942KUp},
+    {"gfx942", 128, 512, 128, gfx942VUp},
+    {"gfx950", 512, 128, 128, gfx950KUp},
+    {"gfx950", 128, 512, 128, gfx950VUp},
+};
+
+ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() { return table; }
