@@ -205,10 +205,32 @@ public:
                      uint64_t dispatchPtr, uint64_t queuePtr,
                      ArrayRef<uint8_t> kernargBytes, DeviceMemory &mem,
                      std::vector<uint8_t> &lds, ExecStats &stats);
-  Error runWave(ExecContext &ctx, uint64_t maxSteps);
+  Error runWave(ExecContext &ctx, uint64_t maxSteps, bool trace);
 };
 
-Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps) {
+/// Prints `inst` and its first result operand after execution.
+static void traceInst(ExecContext &ctx, const Inst &inst) {
+  raw_ostream &os = errs();
+  os << format_hex(inst.pc, 8) << "  " << inst.text;
+  if (!inst.ops.empty() && inst.numDefs) {
+    const Operand &d = inst.ops[0];
+    os << "\n      =";
+    if (d.isVector()) {
+      for (unsigned lane = 0; lane < 4; ++lane) {
+        os << " [" << lane << "]";
+        for (unsigned i = 0; i < std::min<unsigned>(d.width, 4); ++i)
+          os << " " << format_hex_no_prefix(ctx.vreg(d, lane, i), 8);
+      }
+    } else if (d.kind == OpKind::Sgpr) {
+      for (unsigned i = 0; i < std::min<unsigned>(d.width, 4); ++i)
+        os << " " << format_hex_no_prefix(ctx.w.sgpr[d.reg + i], 8);
+    }
+  }
+  os << "   scc=" << ctx.w.scc << " exec=" << format_hex(ctx.w.getExec(), 18)
+     << "\n";
+}
+
+Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace) {
   WaveState &w = ctx.w;
   ExecStats &st = ctx.stats;
   while (!w.ended && !w.atBarrier) {
@@ -222,6 +244,8 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps) {
     ctx.nextPc = w.pc + inst.size;
     if (Error e = inst.handler(ctx, inst))
       return e;
+    if (trace)
+      traceInst(ctx, inst);
     ++st.instructions;
     switch (inst.cls) {
     case InstClass::SALU:
@@ -352,7 +376,9 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
     for (auto &ctx : ctxs) {
       if (ctx->w.ended)
         continue;
-      if (Error e = runWave(*ctx, cfg.maxStepsPerWave))
+      bool trace = cfg.traceWave == int(ctx->w.waveIdInGroup) && wg[0] == 0 &&
+                   wg[1] == 0 && wg[2] == 0;
+      if (Error e = runWave(*ctx, cfg.maxStepsPerWave, trace))
         return e;
       anyRunning |= !ctx->w.ended;
     }

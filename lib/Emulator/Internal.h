@@ -213,13 +213,16 @@ struct Lane {
   unsigned lane;
   /// Lane that src0 reads (DPP), or -1 for "reads zero".
   int src0Lane;
+  /// DPP: src0's dwords for all lanes, captured before any lane writes (the
+  /// destination may be the source).
+  const uint32_t *dppSrc = nullptr;
 
   /// Raw 32 bits of source i after DPP lane selection and SDWA select.
   uint32_t raw32(unsigned i) const {
     const Operand &op = I.src(i);
     uint32_t v;
     if (i == 0 && I.dpp)
-      v = src0Lane < 0 ? 0 : c.readRaw32(op, unsigned(src0Lane));
+      v = src0Lane < 0 ? 0 : dppSrc[src0Lane];
     else
       v = c.readRaw32(op, lane);
     if (I.sdwa && i < 2)
@@ -258,8 +261,10 @@ struct Lane {
   }
   uint64_t u64(unsigned i) const {
     const Operand &op = I.src(i);
-    if (i == 0 && I.dpp && src0Lane >= 0)
-      return c.readRaw64(op, unsigned(src0Lane));
+    if (i == 0 && I.dpp)
+      return src0Lane < 0
+                 ? 0
+                 : dppSrc[src0Lane] | (uint64_t(dppSrc[64 + src0Lane]) << 32);
     return c.readRaw64(op, lane);
   }
   double f64(unsigned i) const {
@@ -376,6 +381,12 @@ inline void forEachLane(ExecContext &c, const Inst &I, F &&f) {
     }
     return;
   }
+  uint32_t snap[128];
+  const Operand &src0 = I.src(0);
+  for (unsigned lane = 0; lane < 64; ++lane) {
+    snap[lane] = c.readRaw32(src0, lane, 0);
+    snap[64 + lane] = src0.width > 1 ? c.readRaw32(src0, lane, 1) : 0;
+  }
   for (unsigned lane = 0; lane < 64; ++lane) {
     if (!((exec >> lane) & 1))
       continue;
@@ -385,7 +396,7 @@ inline void forEachLane(ExecContext &c, const Inst &I, F &&f) {
     int src = dppSourceLane(I.dppCtrl, lane);
     if (src < 0 && !I.boundCtrl)
       continue;
-    Lane L{c, I, lane, src};
+    Lane L{c, I, lane, src, snap};
     f(L);
   }
 }

@@ -72,6 +72,10 @@ static cl::opt<unsigned> threadsOpt("emu-threads",
 static cl::opt<uint64_t> maxStepsOpt("emu-max-steps",
                                      cl::desc("Per-wave instruction limit"),
                                      cl::init(50'000'000), cl::cat(category));
+static cl::opt<int>
+    traceOpt("trace-wave",
+             cl::desc("Trace wave N of workgroup (0,0,0) to stderr (-1 = off)"),
+             cl::init(-1), cl::cat(category));
 static cl::opt<bool> noPreload(
     "no-kernarg-preload",
     cl::desc("Start at the entry even when the kernel preloads kernargs"),
@@ -141,6 +145,7 @@ int main(int argc, char **argv) {
   cfg.threads = threadsOpt;
   cfg.maxStepsPerWave = maxStepsOpt;
   cfg.preloadKernargs = !noPreload;
+  cfg.traceWave = traceOpt;
   if (!blockOpt.empty())
     cfg.workgroupSize = parseDims(blockOpt, "block");
 

@@ -116,6 +116,9 @@ struct DispatchConfig {
   bool preloadKernargs = true;
   /// Worker threads over workgroups (0 = hardware concurrency).
   unsigned threads = 1;
+  /// Prints every instruction of wave `traceWave` of workgroup (0,0,0) with
+  /// its first result (lanes 0..3) to stderr; -1 = off.
+  int traceWave = -1;
   /// Called for every wave after its initial state is set (tests use it to
   /// seed registers), and when it ends (to inspect them).
   std::function<void(WaveState &)> onWaveStart;
