@@ -1,0 +1,146 @@
+// RUN: mla-fp8-opt %s -split-input-file --convert-mlafp8-to-gpu=chip=gfx942 --canonicalize --cse | FileCheck %s
+
+// K-up, one K-group, one 16x16 tile per single-wave workgroup.
+// CHECK: module attributes {gpu.container_module}
+// CHECK-LABEL: func.func @kup
+// CHECK: mlafp8.prequant_bmm
+// CHECK-SAME: kernels = [@kup_kernels::@mla_fp8_n512_k128_g128_bf16_gfx942_m1_inf]
+// CHECK: gpu.module @kup_kernels
+// CHECK: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m1_inf(
+// CHECK-SAME: %[[X:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
+// CHECK-SAME: %[[W:[^:]+]]: memref<2147483647xi8, #gpu.address_space<global>>,
+// CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>,
+// CHECK-SAME: %[[BIAS:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
+// CHECK-SAME: %[[Y:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
+// CHECK-SAME: %[[M:[^:]+]]: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64)
+// CHECK-SAME: workgroup(%[[LDSA:.+]] : memref<2048xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<16xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// W: 16-byte loads straight into MFMA B operands (two units per lane).
+// CHECK: %[[W0:.+]] = vector.load %[[W]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<16xi8>
+// CHECK: %[[B0:.+]] = vector.bitcast %[[W0]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
+// CHECK: %[[W1:.+]] = vector.load %[[W]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<16xi8>
+// CHECK: %[[B1:.+]] = vector.bitcast %[[W1]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
+// Quantization: 8 bf16 per lane, |x| max, then across the 16 lanes of a row.
+// CHECK: %[[XV:.+]] = vector.load %[[X]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<8xbf16>
+// CHECK: %[[XF:.+]] = arith.extf %[[XV]] : vector<8xbf16> to vector<8xf32>
+// CHECK: arith.andi
+// CHECK: vector.reduction <maxnumf>
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c64_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c64_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32, %c64_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c8_i32, %c64_i32 : f32
+// CHECK: %[[AMAX:.+]] = arith.maxnumf %{{.+}}, %cst{{.*}} : f32
+// CHECK: %[[S:.+]] = arith.mulf %[[AMAX]], %cst{{.*}} : f32
+// CHECK: %[[INV:.+]] = arith.divf %cst{{.*}}, %[[S]] : f32
+// CHECK: %[[INVV:.+]] = vector.broadcast %[[INV]] : f32 to vector<8xf32>
+// CHECK: %[[Q:.+]] = arith.mulf %[[XF]], %[[INVV]] : vector<8xf32>
+// CHECK: %[[LO:.+]] = arith.maxnumf %[[Q]], %cst{{.*}} : vector<8xf32>
+// CHECK: %[[C:.+]] = arith.minnumf %[[LO]], %cst{{.*}} : vector<8xf32>
+// CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into undef[word 0] : f32 to vector<4xf8E4M3FNUZ>
+// CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into %{{.+}}[word 1]
+// CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into undef[word 0]
+// CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into %{{.+}}[word 1]
+// CHECK: vector.store %{{.+}}, %[[LDSA]][%{{.+}}] {alignment = 8 : i64} : memref<2048xi8, #gpu.address_space<workgroup>>, vector<8xi8>
+// CHECK: scf.if
+// CHECK-NEXT: memref.store %[[S]], %[[LDSS]]
+// CHECK: gpu.barrier
+// MFMAs: A from LDS in operand order (one 16-byte read feeds two MFMAs).
+// CHECK: %[[A0:.+]] = vector.load %[[LDSA]][%{{.+}}] {alignment = 16 : i64} : memref<2048xi8, #gpu.address_space<workgroup>>, vector<16xi8>
+// CHECK: %[[SC:.+]] = vector.load %[[LDSS]][%{{.+}}] {alignment = 16 : i64} : memref<16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK: %[[P0:.+]] = amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[ZERO:.+]] blgp =  none : vector<8xf8E4M3FNUZ>, vector<8xf8E4M3FNUZ>, vector<4xf32>
+// CHECK: %[[P1:.+]] = amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[P0]]
+// CHECK: %[[P2:.+]] = amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[P1]]
+// CHECK: %[[P3:.+]] = amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[P2]]
+// The per-group partial times the rows' scales, added to the accumulator.
+// CHECK: %[[PS:.+]] = arith.mulf %[[P3]], %[[SC]] : vector<4xf32>
+// CHECK: %[[ACC:.+]] = arith.addf %[[PS]], %[[ZERO]] : vector<4xf32>
+// Epilogue: per-tensor descale, bf16, stores masked by M.
+// CHECK: %[[DS:.+]] = memref.load %[[WS]][%c0]
+// CHECK: %[[E0:.+]] = vector.extract %[[ACC]][0]
+// CHECK: %[[V0:.+]] = arith.mulf %[[E0]], %[[DS]] : f32
+// CHECK: %[[T0:.+]] = arith.truncf %[[V0]] : f32 to bf16
+// CHECK: %[[IN0:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : index
+// CHECK: scf.if %[[IN0]] {
+// CHECK: memref.store %[[T0]], %[[Y]]
+// CHECK-COUNT-3: memref.store %{{.+}}, %[[Y]]
+// CHECK-NOT: memref.store
+// CHECK: gpu.return
+func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
+               %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+      block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 1,
+      stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>,
+      tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  return %y : tensor<16x?x512xbf16>
+}
+
+// -----
+
+// V-up: four K-groups in a loop, each with a fresh partial; two M ranges give
+// two kernels; per-batch descale indexed by the batch (block z); bias; f16;
+// Y in (M, B, N) order (only the runtime strides differ: same kernel code).
+// CHECK-LABEL: func.func @vup
+// CHECK: kernels = [@vup_kernels::@mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m1_16, @vup_kernels::@mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m17_inf]
+// CHECK: gpu.func @mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m1_16(
+// CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>, %[[BIAS:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>, %[[Y:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
+// CHECK: %[[BZ:.+]] = gpu.block_id  z
+// CHECK: scf.for %{{.+}} = %c0 to %c512 step %c128 iter_args(%{{.+}} = %[[ZEROACC:.+]]) -> (vector<4xf32>)
+// CHECK: gpu.barrier
+// CHECK: %[[P:.+]] = amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[FRESH:cst[_0-9]*]]
+// CHECK: amdgpu.mfma
+// CHECK: amdgpu.mfma
+// CHECK: %[[P3:.+]] = amdgpu.mfma
+// CHECK: arith.mulf %[[P3]], %{{.+}} : vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK: scf.yield
+// CHECK: %[[DS:.+]] = memref.load %[[WS]][%[[BZ]]]
+// CHECK: %[[BV:.+]] = memref.load %[[BIAS]][%{{.+}}]
+// CHECK: %[[BF:.+]] = arith.extf %[[BV]] : f16 to f32
+// CHECK: %[[V:.+]] = arith.mulf %{{.+}}, %[[DS]] : f32
+// CHECK: %[[VB:.+]] = arith.addf %[[V]], %[[BF]] : f32
+// CHECK: %[[T:.+]] = arith.truncf %[[VB]] : f32 to f16
+// CHECK: memref.store %[[T]], %[[Y]]
+// CHECK: gpu.func @mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m17_inf(
+func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
+               %ws: tensor<16xf32>, %bias: tensor<16x128xf16>) -> tensor<?x16x128xf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws bias %bias {
+      w_scale_mode = #mlafp8<weight_scale per_batch>,
+      x_layout = #mlafp8<layout mb>, y_layout = #mlafp8<layout mb>,
+      tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 32,
+                            waves = 2, mfma = m16n16k32, split_k = 1, stages = 1,
+                            occupancy = 2>,
+               #mlafp8.tile<min_m = 17, max_m = 0, block_m = 64, block_n = 64,
+                            waves = 4, mfma = m32n32k16, split_k = 1, stages = 1,
+                            occupancy = 2>]}
+      : tensor<?x16x512xf16>, tensor<16x128x512xf8E4M3FNUZ>, tensor<16xf32>,
+        tensor<16x128xf16> -> tensor<?x16x128xf16>
+  return %y : tensor<?x16x128xf16>
+}
+
+// -----
+
+// A partial last K-group (K = 200 = 128 + 72): masked loads read zeros past K
+// for X (amax and sum over existing columns only) and for W. N = 40 is not a
+// multiple of block_n: W rows are clamped and stores masked by column too.
+// CHECK-LABEL: gpu.func @mla_fp8_n40_k200_g128_bf16_gfx942_m1_inf
+// CHECK-NOT: vector.maskedload
+// CHECK: vector.load %{{.+}} {alignment = 8 : i64} : memref<2147483647xi8, {{.*}}>, vector<16xi8>
+// CHECK-NOT: vector.maskedload
+// CHECK: gpu.barrier
+// CHECK: amdgpu.mfma 32x32x16
+// CHECK: %[[WM:.+]] = vector.create_mask %{{.+}} : vector<16xi1>
+// CHECK: vector.maskedload %{{.+}}[%{{.+}}], %[[WM]], %{{.+}} : memref<2147483647xi8, {{.*}}>, vector<16xi1>, vector<16xi8> into vector<16xi8>
+// CHECK: %[[XM:.+]] = vector.create_mask %{{.+}} : vector<8xi1>
+// CHECK: vector.maskedload %{{.+}}[%{{.+}}], %[[XM]], %{{.+}} : memref<2147483647xbf16, {{.*}}>, vector<8xi1>, vector<8xbf16> into vector<8xbf16>
+// CHECK: amdgpu.mfma 32x32x16
+// CHECK: %[[COL:.+]] = arith.cmpi ult, %{{.+}}, %c40 : index
+// CHECK: arith.andi %{{.+}}, %[[COL]] : i1
+func.func @tail(%x: tensor<2x?x200xbf16>, %w: tensor<2x40x200xf8E4M3FNUZ>,
+                %ws: tensor<1xf32>) -> tensor<2x?x40xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+      block_m = 32, block_n = 32, waves = 1, mfma = m32n32k16, split_k = 1,
+      stages = 1, occupancy = 2>]} : tensor<2x?x200xbf16>,
+      tensor<2x40x200xf8E4M3FNUZ>, tensor<1xf32> -> tensor<2x?x40xbf16>
+  return %y : tensor<2x?x40xbf16>
+}

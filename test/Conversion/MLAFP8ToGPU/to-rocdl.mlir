@@ -1,0 +1,22 @@
+// The whole kernel lowers to the LLVM and ROCDL dialects: nothing of the
+// kernel-level dialects is left in the gpu.module.
+// RUN: mla-fp8-opt %s --mlafp8-to-rocdl=chip=gfx942 | FileCheck %s --implicit-check-not=" amdgpu." --implicit-check-not=" vector." --implicit-check-not=" scf." --implicit-check-not=" memref." --implicit-check-not=gpu.func --implicit-check-not=gpu.shuffle --implicit-check-not=unrealized_conversion_cast --implicit-check-not=" arith."
+
+// CHECK-LABEL: func.func @vup
+// CHECK: mlafp8.prequant_bmm
+// CHECK: gpu.module @vup_kernels
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_16(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64)
+// CHECK-SAME: gpu.kernel
+// CHECK-SAME: rocdl.kernel
+// CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 64, 1, 1>
+// CHECK: rocdl.cvt.pk.fp8.f32
+// CHECK: rocdl.barrier
+// CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m513_inf
+// CHECK: rocdl.mfma.f32.32x32x16.fp8.fp8
+func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
+               %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,
+      tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
+  return %y : tensor<16x?x128xbf16>
+}

@@ -1,0 +1,53 @@
+// The default AOT set for DeepSeek-R1 on MI350 (gfx950, OCP): K-up and V-up,
+// bf16 out, per-tensor descale, every M range; compiled and linked in-process.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 dump=%t" | FileCheck %s --check-prefix=BIN
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=buffer_store
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=buffer_store
+// RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
+// RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
+// RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 format=isa" | FileCheck %s --check-prefix=ASM
+
+// BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
+// BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
+
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_16>:
+// ISA: global_load_dwordx4
+// ISA: v_cvt_pk_fp8_f32
+// ISA: ds_read_b128
+// ISA: v_mfma_f32_16x16x32_fp8_fp8
+// ISA: s_endpgm
+// ISA-LABEL: _gfx950_m513_inf>:
+// ISA-DAG: global_load_dwordx4
+// ISA-DAG: v_cvt_pk_fp8_f32
+// ISA-DAG: s_barrier
+// ISA-DAG: ds_read_b128
+// ISA-DAG: v_mfma_f32_32x32x16_fp8_fp8
+// ISA: s_endpgm
+
+// Every kernel: no spills, no scratch, LDS far below 160 KiB.
+// META: .group_segment_fixed_size: 2112
+// META: .kernarg_segment_size: 80
+// META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_16
+// META: .private_segment_fixed_size: 0
+// META: .sgpr_spill_count: 0
+// META: .vgpr_spill_count: 0
+// META: .group_segment_fixed_size: 16896
+// META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m513_inf
+// META: amdhsa.target: amdgcn-amd-amdhsa--gfx950
+
+// ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, assembly = "{{.*}}v_mfma_f32_16x16x32_fp8_fp8
+
+func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FN>,
+               %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x128xbf16>,
+      tensor<16x512x128xf8E4M3FN>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  return %y : tensor<16x?x512xbf16>
+}
+
+func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
+               %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,
+      tensor<16x128x512xf8E4M3FN>, tensor<1xf32> -> tensor<16x?x128xbf16>
+  return %y : tensor<16x?x128xbf16>
+}
