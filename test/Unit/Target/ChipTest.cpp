@@ -20,7 +20,7 @@ TEST(ChipTest, LookupKnownChips) {
   EXPECT_EQ(gfx942->maxVgprsPerLane, 512u);
   EXPECT_EQ(gfx942->maxArchVgprsPerLane, 256u);
   EXPECT_EQ(gfx942->numCUs, 304u);
-  EXPECT_EQ(gfx942->fp8Format, FP8Format::FNUZ);
+  EXPECT_EQ(gfx942->fp8Format, FP8Family::FNUZ);
   EXPECT_EQ(gfx942->fp8E4M3TypeName, "f8E4M3FNUZ");
   EXPECT_EQ(gfx942->elfMach, 0x4cu);
   EXPECT_EQ(gfx942->getTargetID(), "amdgcn-amd-amdhsa--gfx942");
@@ -29,7 +29,7 @@ TEST(ChipTest, LookupKnownChips) {
   ASSERT_NE(gfx950, nullptr);
   EXPECT_EQ(gfx950->ldsBytesPerWorkgroup, 163840u);
   EXPECT_EQ(gfx950->numCUs, 256u);
-  EXPECT_EQ(gfx950->fp8Format, FP8Format::OCP);
+  EXPECT_EQ(gfx950->fp8Format, FP8Family::OCP);
   EXPECT_EQ(gfx950->fp8E4M3TypeName, "f8E4M3FN");
   EXPECT_EQ(gfx950->fp8E5M2TypeName, "f8E5M2");
   EXPECT_EQ(gfx950->elfMach, 0x4fu);
