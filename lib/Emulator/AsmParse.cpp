@@ -243,7 +243,7 @@ static bool parseSwizzle(StringRef s, uint16_t &out) {
       parseInt(parts[i].trim(), v);
     return v;
   };
-  if (mode == "QUADPERM") {
+  if (mode == "QUAD_PERM") {
     out = 0x8000 | arg(1) | (arg(2) << 2) | (arg(3) << 4) | (arg(4) << 6);
     return true;
   }

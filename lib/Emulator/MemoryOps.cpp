@@ -300,7 +300,9 @@ Error dsRead2(Ctx &c, const Inst &I) {
       auto p = c.ldsAt(I, lane, addr, size, false);
       if (!p)
         return p.takeError();
-      std::memcpy(&c.vreg(vdst, lane, k * size / 4), *p, size);
+      // Registers of one lane are not adjacent in the register file.
+      for (unsigned d = 0; d < size / 4; ++d)
+        std::memcpy(&c.vreg(vdst, lane, k * size / 4 + d), *p + 4 * d, 4);
     }
     c.stats.ldsBytesRead += 2 * size;
   }
@@ -321,7 +323,8 @@ Error dsWrite2(Ctx &c, const Inst &I) {
       auto p = c.ldsAt(I, lane, addr, size, true);
       if (!p)
         return p.takeError();
-      std::memcpy(*p, &c.vreg(I.ops[1 + k], lane), size);
+      for (unsigned d = 0; d < size / 4; ++d)
+        std::memcpy(*p + 4 * d, &c.vreg(I.ops[1 + k], lane, d), 4);
     }
     c.stats.ldsBytesWritten += 2 * size;
   }

@@ -1,0 +1,177 @@
+//===- MfmaTest.cpp - MFMA layouts and numerics ---------------------------===//
+//
+// Operands are placed with the layouts of ISA-NOTES §4 (written out here
+// independently of the emulator); small integers keep the products exact so
+// these tests check layouts. One test checks the CDNA3 fp8 truncation model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AsmHelper.h"
+
+#include "mla-fp8/Reference/Formats.h"
+
+#include "llvm/ADT/bit.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::mlafp8;
+using namespace mlir::mlafp8::emu;
+using namespace mlir::mlafp8::emu::test;
+
+namespace {
+
+float asf(uint32_t b) { return llvm::bit_cast<float>(b); }
+
+/// Small exact test matrices.
+int aVal(unsigned i, unsigned k) { return int((i * 3 + k * 5) % 7) - 3; }
+int bVal(unsigned k, unsigned j) { return int((k * 2 + j * 3) % 5) - 2; }
+
+/// Places an 8-bit operand element (row r, k) per the fp8 layout: lane r +
+/// M*floor(k/8), dword floor((k%8)/4), byte k%4.
+void put8(WaveState &w, unsigned base, unsigned m, unsigned r, unsigned k,
+          uint8_t v) {
+  unsigned lane = r + m * (k / 8), reg = (k % 8) / 4, byte = k % 4;
+  uint32_t &d = w.v(base + reg, lane);
+  d = (d & ~(0xffu << (8 * byte))) | (uint32_t(v) << (8 * byte));
+}
+
+/// D element (i, j) of a 16x16 / 32x32 result.
+uint32_t getD(const WaveState &w, unsigned base, unsigned m, unsigned i,
+              unsigned j) {
+  if (m == 16)
+    return w.v(base + i % 4, j + 16 * (i / 4));
+  return w.v(base + 4 * (i / 8) + i % 4, j + 32 * ((i % 8) / 4));
+}
+
+void checkFp8(Chip chip, unsigned m, unsigned kk, const std::string &asmText) {
+  FP8Format fmt =
+      chip == Chip::GFX942 ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
+  auto r = runAsm(
+      asmText,
+      [&](WaveState &w) {
+        for (unsigned i = 0; i < m; ++i)
+          for (unsigned k = 0; k < kk; ++k) {
+            put8(w, 0, m, i, k, encodeFP8(float(aVal(i, k)), fmt));
+            put8(w, 2, m, i, k, encodeFP8(float(bVal(k, i)), fmt));
+          }
+        for (unsigned l = 0; l < 64; ++l)
+          for (unsigned q = 0; q < 16; ++q)
+            w.v(16 + q, l) = llvm::bit_cast<uint32_t>(0.5f);
+      },
+      nullptr, chip);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  const WaveState &w = r->waves[0];
+  for (unsigned i = 0; i < m; ++i)
+    for (unsigned j = 0; j < m; ++j) {
+      int s = 0;
+      for (unsigned k = 0; k < kk; ++k)
+        s += aVal(i, k) * bVal(k, j);
+      ASSERT_EQ(asf(getD(w, 32, m, i, j)), float(s) + 0.5f)
+          << "i=" << i << " j=" << j;
+    }
+}
+
+TEST(Mfma, Fp8_16x16x32_Gfx942) {
+  checkFp8(Chip::GFX942, 16, 32,
+           "v_mfma_f32_16x16x32_fp8_fp8 v[32:35], v[0:1], v[2:3], v[16:19]\n"
+           "s_nop 7\n s_nop 7\n");
+}
+
+TEST(Mfma, Fp8_32x32x16_Gfx942) {
+  checkFp8(Chip::GFX942, 32, 16,
+           "v_mfma_f32_32x32x16_fp8_fp8 v[32:47], v[0:1], v[2:3], v[16:31]\n"
+           "s_nop 7\n s_nop 7\n");
+}
+
+TEST(Mfma, Fp8_16x16x32_Gfx950Ocp) {
+  checkFp8(Chip::GFX950, 16, 32,
+           "v_mfma_f32_16x16x32_fp8_fp8 v[32:35], v[0:1], v[2:3], v[16:19]\n"
+           "s_nop 7\n s_nop 7\n");
+}
+
+TEST(Mfma, AccumulatorInAgprsAndInlineC) {
+  auto r = runAsm("v_accvgpr_write_b32 a0, 1.0\n"
+                  "v_mfma_f32_16x16x32_fp8_fp8 a[0:3], v[0:1], v[2:3], 0\n"
+                  "s_nop 7\n s_nop 7\n"
+                  "v_accvgpr_read_b32 v4, a0\n",
+                  [](WaveState &w) {
+                    // A = B = all 1.0 (0x40 in e4m3fnuz): D = 32 everywhere.
+                    for (unsigned l = 0; l < 64; ++l)
+                      for (unsigned q = 0; q < 4; ++q)
+                        w.v(q, l) = 0x40404040u;
+                  });
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(asf(r->waves[0].v(4, 0)), 32.0f);
+}
+
+TEST(Mfma, Bf16_16x16x16_Gfx942) {
+  // bf16 layout: lane i + 16*floor(k/4), dword floor((k%4)/2), half k%2.
+  auto r = runAsm("v_mfma_f32_16x16x16_bf16 v[32:35], v[0:1], v[2:3], 0\n"
+                  "s_nop 7\n s_nop 7\n",
+                  [](WaveState &w) {
+                    for (unsigned i = 0; i < 16; ++i)
+                      for (unsigned k = 0; k < 16; ++k) {
+                        unsigned lane = i + 16 * (k / 4), reg = (k % 4) / 2,
+                                 h = k % 2;
+                        auto put = [&](unsigned base, float v) {
+                          uint32_t &d = w.v(base + reg, lane);
+                          d = (d & ~(0xffffu << (16 * h))) |
+                              (uint32_t(floatToBF16(v)) << (16 * h));
+                        };
+                        put(0, float(aVal(i, k)));
+                        put(2, float(bVal(k, i)));
+                      }
+                  });
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  for (unsigned i = 0; i < 16; ++i)
+    for (unsigned j = 0; j < 16; ++j) {
+      int s = 0;
+      for (unsigned k = 0; k < 16; ++k)
+        s += aVal(i, k) * bVal(k, j);
+      ASSERT_EQ(asf(getD(r->waves[0], 32, 16, i, j)), float(s));
+    }
+}
+
+TEST(Mfma, Cdna3Fp8TruncatesAlignedProducts) {
+  // k = 0: 16 * 16 = 256; k = 2 (same even group): (1.5 * 2^-7) * 2^-9 =
+  // 1.5 * 2^-16. Exact sum 256 + 0.75 ulp rounds up to 256 + 2^-15, but the
+  // CDNA3 datapath aligns the small product to 24 fractional bits below 2^8,
+  // truncating it to 2^-16: a tie that rounds to even, 256.
+  FP8Format fmt = FP8Format::E4M3FNUZ;
+  auto r = runAsm("v_mfma_f32_16x16x32_fp8_fp8 v[32:35], v[0:1], v[2:3], 0\n"
+                  "s_nop 7\n s_nop 7\n",
+                  [&](WaveState &w) {
+                    put8(w, 0, 16, 0, 0, encodeFP8(16.0f, fmt));
+                    put8(w, 2, 16, 0, 0, encodeFP8(16.0f, fmt));
+                    put8(w, 0, 16, 0, 2, 0x0c);
+                    put8(w, 2, 16, 0, 2, 0x02);
+                  });
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(decodeFP8(0x0c, fmt), 1.5f * 0x1p-7f);
+  EXPECT_EQ(decodeFP8(0x02, fmt), 0x1p-9f);
+  EXPECT_EQ(asf(getD(r->waves[0], 32, 16, 0, 0)), 256.0f);
+}
+
+TEST(Mfma, Gfx950F8f6f4Layout) {
+  // 16x16x128 with fp8 operands: byte t = 4r + b of lane L holds k = 64*(t/16)
+  // + 16*(L/16) + t%16 of row L%16. A = 1 everywhere except k = 100 of row 3
+  // (2.0); B = 1: D[3][j] = 129, others 128.
+  auto r = runAsm(
+      "v_mfma_f32_16x16x128_f8f6f4 v[32:35], v[0:7], v[8:15], 0\n"
+      "s_nop 7\n s_nop 7\n s_nop 7\n",
+      [](WaveState &w) {
+        for (unsigned l = 0; l < 64; ++l)
+          for (unsigned q = 0; q < 16; ++q)
+            w.v(q, l) = 0x38383838u; // e4m3fn 1.0
+        unsigned k = 100, i = 3;
+        unsigned lane = i + 16 * ((k % 64) / 16), t = 16 * (k / 64) + k % 16;
+        uint32_t &d = w.v(t / 4, lane);
+        d = (d & ~(0xffu << (8 * (t % 4)))) | (0x40u << (8 * (t % 4)));
+      },
+      nullptr, Chip::GFX950);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  EXPECT_EQ(asf(getD(r->waves[0], 32, 16, 3, 5)), 129.0f);
+  EXPECT_EQ(asf(getD(r->waves[0], 32, 16, 4, 5)), 128.0f);
+}
+
+} // namespace
