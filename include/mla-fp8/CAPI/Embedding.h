@@ -1,0 +1,123 @@
+//===- Embedding.h - the project's API in plain C++ types -------*- C++ -*-===//
+//
+// What the Python module (and any embedder built with exceptions and RTTI)
+// calls: text, bytes and standard containers in, the same out, with errors as
+// messages. Everything typed by LLVM or MLIR stays inside the libraries, which
+// are built with LLVM's -fno-exceptions -fno-rtti.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_CAPI_EMBEDDING_H
+#define MLA_FP8_CAPI_EMBEDDING_H
+
+#include "mla-fp8/Runtime/KernelTable.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::mlafp8::capi {
+
+/// The output of a text-to-text call: `text` holds the result when `ok`, the
+/// diagnostics otherwise.
+struct TextResult {
+  bool ok = false;
+  std::string text;
+};
+
+/// Parses `ir` (an MLIR module in the generic or custom form, any registered
+/// dialect) and prints it back, in the generic form when `generic`. The
+/// parsed module is verified.
+TextResult parseAndPrint(const std::string &ir, bool generic = false);
+
+/// Parses `ir`, runs `pipeline` (textual, anchored on the module, e.g.
+/// "builtin.module(mlafp8-fuse-prequant)") and prints the result. Knows the
+/// mlafp8 dialect, passes and pipelines and every upstream dialect and pass.
+TextResult runPipeline(const std::string &ir, const std::string &pipeline,
+                       bool generic = false);
+
+/// Loads a bundle directory (Runtime/Bundle.h); null with `error` set on
+/// failure.
+std::shared_ptr<const runtime::LoadedBundle> loadBundle(const std::string &dir,
+                                                        std::string &error);
+
+/// Whether this build holds the ahead-of-time generator (compileSpec and
+/// generateBundle work).
+bool hasAOT();
+
+/// The kernels to generate, as mla-fp8-aot's options say them.
+struct GenerateOptions {
+  std::string model = "deepseek-r1";
+  /// Overrides of the preset's dimensions; 0 keeps the preset's.
+  int64_t heads = 0, kvLoraRank = 0, qkNopeHeadDim = 0, vHeadDim = 0;
+  /// Empty: 1, 2, 4, 8, skipping degrees that do not divide the heads.
+  std::vector<int64_t> tp;
+  int64_t maxM = 1024;
+  /// Empty: gfx942 and gfx950.
+  std::vector<std::string> chips;
+  /// "per_tensor" or "per_batch".
+  std::string weightScale = "per_tensor";
+  std::string outType = "bf16";
+  int64_t groupSize = 128;
+  std::string outputDir;
+  /// Empty disables the cache.
+  std::string cacheDir;
+  unsigned jobs = 0;
+};
+
+/// One chip of a generated bundle.
+struct GeneratedChip {
+  std::string chip;
+  std::vector<std::string> symbols;
+  uint64_t codeObjectBytes = 0;
+  std::string sha256;
+  bool fromCache = false;
+};
+
+struct GenerateResult {
+  bool ok = false;
+  std::string error;
+  std::vector<GeneratedChip> chips;
+  std::string manifest;
+  uint64_t bytesWritten = 0;
+};
+
+/// Writes a bundle as `mla-fp8-aot` does.
+GenerateResult generateBundle(const GenerateOptions &options);
+
+/// One projection shape on one chip.
+struct CompileSpecOptions {
+  int64_t n = 0, k = 0;
+  std::string chip;
+  std::string projection = "custom";
+  std::vector<int64_t> batches;
+  int64_t groupSize = 128;
+  std::string outType = "bf16";
+  std::string weightScale = "per_tensor";
+  int64_t maxM = 1024;
+  bool withIsa = true;
+};
+
+/// A kernel of a compiled spec with its tile.
+struct CompiledKernel {
+  std::string symbol;
+  int64_t minM = 0, maxM = 0, blockM = 0, blockN = 0, waves = 0, splitK = 1,
+          stages = 1, occupancy = 2;
+  std::string mfma;
+};
+
+struct CompileSpecResult {
+  bool ok = false;
+  std::string error;
+  std::string codeObject;
+  std::string isa;
+  std::vector<CompiledKernel> kernels;
+};
+
+/// Compiles the kernels of one shape (one per M range) into a code object.
+CompileSpecResult compileSpec(const CompileSpecOptions &options);
+
+} // namespace mlir::mlafp8::capi
+
+#endif // MLA_FP8_CAPI_EMBEDDING_H

@@ -1,0 +1,147 @@
+//===- AOT.cpp - the ahead-of-time generator in plain C++ types -----------===//
+
+#include "mla-fp8/CAPI/Embedding.h"
+
+#include "mla-fp8/AOT/Bundle.h"
+#include "mla-fp8/AOT/Compile.h"
+#include "mla-fp8/AOT/Presets.h"
+#include "mla-fp8/Target/Chip.h"
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+
+bool capi::hasAOT() { return true; }
+
+/// Parses "per_tensor" / "per_batch" (the manifest's spelling; the CLI's
+/// "per-tensor" is accepted too).
+static std::optional<WeightScale> parseWeightScale(llvm::StringRef text) {
+  if (text == "per_tensor" || text == "per-tensor")
+    return WeightScale::PerTensor;
+  if (text == "per_batch" || text == "per-batch")
+    return WeightScale::PerBatch;
+  return std::nullopt;
+}
+
+/// The same resolution of a preset and its overrides as mla-fp8-aot's.
+static llvm::Expected<KernelSetOptions>
+toKernelSetOptions(const capi::GenerateOptions &o) {
+  KernelSetOptions options;
+  const ModelPreset *preset = lookupModelPreset(o.model);
+  if (!preset)
+    return llvm::createStringError(describeUnknownModel(o.model));
+  options.model = o.model;
+  options.dims = preset->dims;
+  bool custom = false;
+  auto override = [&](int64_t value, int64_t &field) {
+    if (value > 0) {
+      field = value;
+      custom = true;
+    }
+  };
+  override(o.heads, options.dims.heads);
+  override(o.kvLoraRank, options.dims.kvLoraRank);
+  override(o.qkNopeHeadDim, options.dims.qkNopeHeadDim);
+  override(o.vHeadDim, options.dims.vHeadDim);
+  if (custom)
+    options.model = o.model + "-custom";
+  if (!o.tp.empty()) {
+    options.tp = o.tp;
+    options.tpExplicit = true;
+  }
+  if (!o.chips.empty())
+    options.chips = o.chips;
+  options.maxM = o.maxM;
+  std::optional<WeightScale> ws = parseWeightScale(o.weightScale);
+  if (!ws)
+    return llvm::createStringError(
+        "weight_scale must be 'per_tensor' or 'per_batch', got '" +
+        o.weightScale + "'");
+  options.weightScale = *ws;
+  if (o.outType != "bf16" && o.outType != "f16")
+    return llvm::createStringError("out_type must be 'bf16' or 'f16', got '" +
+                                   o.outType + "'");
+  options.outType = o.outType;
+  options.groupSize = o.groupSize;
+  return options;
+}
+
+capi::GenerateResult capi::generateBundle(const GenerateOptions &o) {
+  GenerateResult result;
+  llvm::Expected<KernelSetOptions> kernels = toKernelSetOptions(o);
+  if (!kernels) {
+    result.error = llvm::toString(kernels.takeError());
+    return result;
+  }
+  BundleOptions options;
+  options.kernels = std::move(*kernels);
+  options.outputDir = o.outputDir;
+  options.cacheDir = o.cacheDir;
+  options.jobs = o.jobs;
+  llvm::Expected<BundleResult> bundle = mlafp8::generateBundle(options);
+  if (!bundle) {
+    result.error = llvm::toString(bundle.takeError());
+    return result;
+  }
+  result.ok = true;
+  result.manifest = std::move(bundle->manifest);
+  result.bytesWritten = bundle->bytesWritten;
+  for (const ChipBundle &chip : bundle->chips) {
+    GeneratedChip &c = result.chips.emplace_back();
+    c.chip = chip.chip;
+    c.codeObjectBytes = chip.codeObject.size();
+    c.sha256 = chip.contentHash;
+    c.fromCache = chip.fromCache;
+    for (const BundleKernel &k : chip.kernels)
+      c.symbols.push_back(k.symbol);
+  }
+  return result;
+}
+
+capi::CompileSpecResult capi::compileSpec(const CompileSpecOptions &o) {
+  CompileSpecResult result;
+  const ChipInfo *chip = lookupChip(o.chip);
+  if (!chip) {
+    result.error = describeUnsupportedChip(o.chip);
+    return result;
+  }
+  std::optional<WeightScale> ws = parseWeightScale(o.weightScale);
+  if (!ws) {
+    result.error = "weight_scale must be 'per_tensor' or 'per_batch', got '" +
+                   o.weightScale + "'";
+    return result;
+  }
+  KernelGroupSpec spec;
+  spec.shape.name = o.projection;
+  spec.shape.n = o.n;
+  spec.shape.k = o.k;
+  spec.shape.batches = o.batches;
+  spec.chip = o.chip;
+  spec.fp8Type = chip->fp8E4M3TypeName.str();
+  spec.outType = o.outType;
+  spec.weightScale = *ws;
+  spec.groupSize = o.groupSize;
+  spec.maxM = o.maxM;
+  llvm::Expected<CompiledCodeObject> compiled =
+      compileKernelGroupToCodeObject(spec, o.withIsa);
+  if (!compiled) {
+    result.error = llvm::toString(compiled.takeError());
+    return result;
+  }
+  result.ok = true;
+  result.codeObject = std::move(compiled->codeObject);
+  result.isa = std::move(compiled->isa);
+  for (const auto &[symbol, tile] : compiled->kernels) {
+    CompiledKernel &k = result.kernels.emplace_back();
+    k.symbol = symbol;
+    k.minM = tile.minM;
+    k.maxM = tile.maxM;
+    k.blockM = tile.blockM;
+    k.blockN = tile.blockN;
+    k.waves = tile.waves;
+    k.splitK = tile.splitK;
+    k.stages = tile.stages;
+    k.occupancy = tile.occupancy;
+    k.mfma = stringifyMfmaShape(tile.mfma).str();
+  }
+  return result;
+}

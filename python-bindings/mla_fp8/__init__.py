@@ -1,0 +1,59 @@
+"""mla_fp8: group-quantized FP8 batched matmuls for MLA, from Python.
+
+Numpy convention
+----------------
+numpy has no bf16 or fp8 dtypes, so every bf16, f16 and fp8 array travels as
+its raw bits, with the format named by a string argument:
+
+* bf16 and f16 arrays are ``uint16`` (``in_type``/``out_type`` is ``"bf16"``
+  or ``"f16"``),
+* fp8 arrays are ``uint8`` (``fp8_format`` is the MLIR type name:
+  ``"f8E4M3FNUZ"`` (gfx942), ``"f8E4M3FN"`` (gfx950), ``"f8E5M2FNUZ"``,
+  ``"f8E5M2"``),
+* scales are ``float32``.
+
+Functions that take floats round them to nearest even on entry: float64
+inputs to float32 (numpy's cast), then to the narrow format. Passing an array
+of the wrong dtype where bits are expected raises ``TypeError`` naming the
+argument, so that floats are never silently read as bits. Every argument error
+raises ``TypeError`` (wrong kind of object) or ``ValueError`` (wrong value),
+with the argument's name first in the message.
+
+Modules
+-------
+``formats``    bit conversions (to_bf16_bits, from_bf16_bits, ...)
+``reference``  the exact reference of SPEC.md and weight quantization
+``ir``         parse/print MLIR text and run pass pipelines
+``bundle``     load an AOT bundle and pick the kernel for a shape and M
+``aot``        compile_spec / generate_bundle (when the build has the
+               ahead-of-time generator; see ``HAS_AOT``)
+
+The launch path (a drop-in for the serving frameworks' fp8 bmm call, on HIP
+or on the gfx9 emulator) will be ``serving``: it takes the same raw-bit
+arrays, picks the kernel with ``Bundle.find_kernel`` and packs the kernel
+arguments at ``Kernel.arg_offsets``.
+"""
+
+from . import _mla_fp8
+from .formats import (FP8_FORMATS, fp8_max, to_bf16_bits, from_bf16_bits,
+                      to_f16_bits, from_f16_bits, quantize_fp8,
+                      dequantize_fp8)
+from .reference import (reference_prequant_bmm, quantize_weights,
+                        reencode_e4m3fn_to_fnuz)
+from .ir import parse_and_print, run_pipeline
+from .bundle import Bundle, BundleError, Kernel, load_bundle
+
+#: Whether compile_spec and generate_bundle are available in this build.
+HAS_AOT = bool(getattr(_mla_fp8, "has_aot", False))
+
+__all__ = [
+    "FP8_FORMATS", "fp8_max", "to_bf16_bits", "from_bf16_bits", "to_f16_bits",
+    "from_f16_bits", "quantize_fp8", "dequantize_fp8",
+    "reference_prequant_bmm", "quantize_weights", "reencode_e4m3fn_to_fnuz",
+    "parse_and_print", "run_pipeline", "Bundle", "BundleError", "Kernel",
+    "load_bundle", "HAS_AOT",
+]
+
+if HAS_AOT:
+    from .aot import compile_spec, generate_bundle  # noqa: F401
+    __all__ += ["compile_spec", "generate_bundle"]

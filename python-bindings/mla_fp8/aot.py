@@ -1,0 +1,101 @@
+"""Ahead-of-time generation from Python: the options of mla-fp8-aot.
+
+Present only when the build has the generator (mla_fp8.HAS_AOT).
+"""
+
+import os
+
+from . import _mla_fp8
+from ._checks import (HALF_TYPES, W_SCALE_MODES, check_choice,
+                      check_group_size, check_int)
+
+__all__ = ["compile_spec", "generate_bundle"]
+
+
+def _check_str(value, name):
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def _int_list(values, name):
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a list of integers")
+    return [check_int(v, f"{name}[{i}]", minimum=1)
+            for i, v in enumerate(values)]
+
+
+def _str_list(values, name):
+    if isinstance(values, str):
+        values = [values]
+    if not hasattr(values, "__iter__"):
+        raise TypeError(f"{name}: expected a list of strings")
+    values = list(values)
+    for i, v in enumerate(values):
+        if not isinstance(v, str):
+            raise TypeError(f"{name}[{i}]: expected a string")
+    return values
+
+
+def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
+                    kv_lora_rank=0, qk_nope_head_dim=0, v_head_dim=0,
+                    tp=(), max_m=1024, chips=(), weight_scale="per_tensor",
+                    out_type="bf16", group_size=128, cache_dir=None, jobs=0):
+    """Writes a bundle directory as `mla-fp8-aot -o output_dir` does.
+
+    Dimension arguments of 0 keep the preset's; empty `tp` and `chips` mean
+    the tool's defaults (TP 1, 2, 4, 8; gfx942 and gfx950). `cache_dir`
+    None disables the cache.
+
+    Returns:
+      dict: chips (chip, symbols, code_object_bytes, sha256, from_cache),
+      manifest (text), bytes_written.
+    """
+    options = {
+        "output_dir": os.fspath(output_dir),
+        "model": _check_str(model, "model"),
+        "heads": check_int(heads, "heads", minimum=0),
+        "kv_lora_rank": check_int(kv_lora_rank, "kv_lora_rank", minimum=0),
+        "qk_nope_head_dim": check_int(qk_nope_head_dim, "qk_nope_head_dim",
+                                      minimum=0),
+        "v_head_dim": check_int(v_head_dim, "v_head_dim", minimum=0),
+        "tp": _int_list(tp, "tp"),
+        "max_m": check_int(max_m, "max_m", minimum=1),
+        "chips": _str_list(chips, "chips"),
+        "weight_scale": check_choice(weight_scale, W_SCALE_MODES,
+                                     "weight_scale"),
+        "out_type": check_choice(out_type, HALF_TYPES, "out_type"),
+        "group_size": check_group_size(group_size),
+        "cache_dir": "" if cache_dir is None else os.fspath(cache_dir),
+        "jobs": check_int(jobs, "jobs", minimum=0),
+    }
+    return _mla_fp8.generate_bundle(options)
+
+
+def compile_spec(n, k, chip, *, projection="custom", batches=(),
+                 group_size=128, out_type="bf16", weight_scale="per_tensor",
+                 max_m=1024, with_isa=True):
+    """Compiles the kernels of one (n, k) shape on `chip`, one per M range.
+
+    Returns:
+      dict: code_object (bytes), isa (str, empty without `with_isa`),
+      kernels (list of dicts: symbol and the tile: min_m, max_m, block_m,
+      block_n, waves, mfma, split_k, stages, occupancy).
+    """
+    _check_str(chip, "chip")
+    _check_str(projection, "projection")
+    options = {
+        "n": check_int(n, "n", minimum=1),
+        "k": check_int(k, "k", minimum=1),
+        "chip": chip,
+        "projection": projection,
+        "batches": _int_list(batches, "batches"),
+        "group_size": check_group_size(group_size),
+        "out_type": check_choice(out_type, HALF_TYPES, "out_type"),
+        "weight_scale": check_choice(weight_scale, W_SCALE_MODES,
+                                     "weight_scale"),
+        "max_m": check_int(max_m, "max_m", minimum=1),
+        "with_isa": bool(with_isa),
+    }
+    return _mla_fp8.compile_spec(options)

@@ -1,0 +1,50 @@
+"""MLIR text in, MLIR text out: the project's dialect, passes and pipelines.
+
+MLIR's own Python bindings cannot be built against the Debian packages, so
+this goes through a narrow text interface of the project's C++ API.
+"""
+
+from . import _mla_fp8
+
+__all__ = ["parse_and_print", "run_pipeline"]
+
+
+def _check_text(value, name):
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got "
+                        f"{type(value).__name__}")
+    return value
+
+
+def parse_and_print(ir_text, *, generic=False):
+    """Parses and verifies a module, and prints it back.
+
+    Args:
+      ir_text: the module as MLIR text.
+      generic: print the generic operation form.
+
+    Raises:
+      ValueError: with the MLIR diagnostics when the IR does not parse or
+        verify.
+    """
+    _check_text(ir_text, "ir_text")
+    return _mla_fp8.parse_and_print(ir_text, bool(generic))
+
+
+def run_pipeline(ir_text, pipeline_str, *, generic=False):
+    """Runs a textual pass pipeline on a module and prints the result.
+
+    Args:
+      ir_text: the module as MLIR text.
+      pipeline_str: anchored on the module, e.g.
+        "builtin.module(mlafp8-fuse-prequant)" or
+        "builtin.module(mlafp8-to-rocdl{chip=gfx950})".
+      generic: print the generic operation form.
+
+    Raises:
+      ValueError: with the diagnostics when the IR, the pipeline or a pass
+        fails.
+    """
+    _check_text(ir_text, "ir_text")
+    _check_text(pipeline_str, "pipeline_str")
+    return _mla_fp8.run_pipeline(ir_text, pipeline_str, bool(generic))

@@ -1,0 +1,419 @@
+//===- MLAFP8Module.cpp - the _mla_fp8 Python extension -------------------===//
+//
+// A thin layer: numpy arrays of raw bits, text and bytes in and out. Argument
+// checking with messages that name the Python argument happens in the
+// mla_fp8 package; this module trusts its dtypes and shapes, re-checking only
+// what would otherwise corrupt memory. Only plain C++ headers are included
+// here (Reference/, Runtime/KernelTable.h, CAPI/): this file is built with
+// exceptions and RTTI, the LLVM-typed libraries without.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla-fp8/CAPI/Embedding.h"
+#include "mla-fp8/Reference/Formats.h"
+#include "mla-fp8/Reference/PrequantBmm.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+#include <string>
+
+namespace py = pybind11;
+using namespace mlir::mlafp8;
+
+namespace {
+
+template <typename T>
+using CArray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+FP8Format toFormat(const std::string &name) {
+  std::optional<FP8Format> format = parseFP8Format(name);
+  if (!format)
+    throw py::value_error("unknown fp8 format '" + name +
+                          "'; expected f8E4M3FNUZ, f8E4M3FN, f8E5M2FNUZ or "
+                          "f8E5M2");
+  return *format;
+}
+
+OutType toType(const std::string &name, const char *what) {
+  if (name == "bf16")
+    return OutType::BF16;
+  if (name == "f16")
+    return OutType::F16;
+  throw py::value_error(std::string(what) + " must be 'bf16' or 'f16', got '" +
+                        name + "'");
+}
+
+/// Applies `fn` element-wise from `in` to a new array of the same shape.
+template <typename Out, typename In, typename Fn>
+py::array_t<Out> mapArray(const CArray<In> &in, Fn fn) {
+  py::array_t<Out> out(
+      std::vector<py::ssize_t>(in.shape(), in.shape() + in.ndim()));
+  const In *src = in.data();
+  Out *dst = out.mutable_data();
+  py::ssize_t count = in.size();
+  {
+    py::gil_scoped_release release;
+    for (py::ssize_t i = 0; i < count; ++i)
+      dst[i] = fn(src[i]);
+  }
+  return out;
+}
+
+void requireDtype(const py::array &a, char kind, py::ssize_t itemsize,
+                  const char *what) {
+  if (a.dtype().kind() != kind || a.itemsize() != itemsize)
+    throw py::type_error(std::string(what) + " has the wrong dtype");
+}
+
+py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
+                      size_t kernelIndex) {
+  py::dict d;
+  d["chip"] = e.chip;
+  d["symbol"] = e.symbol;
+  d["projection"] = e.projection;
+  d["n"] = e.n;
+  d["k"] = e.k;
+  d["group_size"] = e.groupSize;
+  d["in_type"] = e.inType;
+  d["fp8_type"] = e.fp8Type;
+  d["out_type"] = e.outType;
+  d["w_scale"] = e.wScale;
+  d["min_m"] = e.minM;
+  d["max_m"] = e.maxM;
+  d["block_m"] = e.blockM;
+  d["workgroup_size"] = py::make_tuple(e.workgroupSize[0], e.workgroupSize[1],
+                                       e.workgroupSize[2]);
+  d["kernarg_size"] = e.kernargSize;
+  d["kernarg_align"] = e.kernargAlign;
+  d["lds_bytes"] = e.ldsBytes;
+  d["scratch_bytes"] = e.scratchBytes;
+  py::list args;
+  for (const runtime::KernelArg &a : e.args) {
+    py::dict arg;
+    arg["name"] = a.name;
+    arg["offset"] = a.offset;
+    arg["size"] = a.size;
+    arg["kind"] = a.kind;
+    arg["meaning"] = a.meaning;
+    arg["hidden"] = a.isHidden();
+    args.append(arg);
+  }
+  d["args"] = args;
+  d["key"] = py::make_tuple(chipIndex, kernelIndex);
+  return d;
+}
+
+/// The bundle as Python sees it: lookups give dicts, code objects bytes.
+class PyBundle {
+public:
+  explicit PyBundle(const std::string &dir) {
+    std::string error;
+    bundle = capi::loadBundle(dir, error);
+    if (!bundle)
+      throw py::value_error(error);
+  }
+
+  std::optional<py::dict>
+  findKernel(const std::string &chip, int64_t n, int64_t k, int64_t m,
+             const std::string &outType, const std::string &wScale,
+             int64_t groupSize, const std::string &inType) const {
+    runtime::KernelQuery q;
+    q.chip = chip;
+    q.n = n;
+    q.k = k;
+    q.m = m;
+    q.outType = outType;
+    q.wScale = wScale;
+    q.groupSize = groupSize;
+    q.inType = inType;
+    const runtime::KernelEntry *e = bundle->findKernel(q);
+    if (!e)
+      return std::nullopt;
+    return describe(*e);
+  }
+
+  py::list kernels() const {
+    py::list list;
+    for (const runtime::LoadedChip &c : bundle->chips)
+      for (const runtime::KernelEntry &e : c.kernels)
+        list.append(describe(e));
+    return list;
+  }
+
+  py::bytes codeObject(size_t chipIndex) const {
+    if (chipIndex >= bundle->chips.size())
+      throw py::index_error("chip index out of range");
+    const std::string &bytes = *bundle->chips[chipIndex].codeObject;
+    return py::bytes(bytes.data(), bytes.size());
+  }
+
+  py::list chips() const {
+    py::list list;
+    for (const runtime::LoadedChip &c : bundle->chips) {
+      py::dict d;
+      d["chip"] = c.chip;
+      d["code_object_file"] = c.codeObjectFile;
+      d["sha256"] = c.sha256;
+      d["num_kernels"] = c.kernels.size();
+      list.append(d);
+    }
+    return list;
+  }
+
+  py::tuple grid(size_t chipIndex, size_t kernelIndex, int64_t m,
+                 int64_t b) const {
+    const runtime::KernelEntry &e =
+        bundle->chips.at(chipIndex).kernels.at(kernelIndex);
+    std::array<uint64_t, 3> g = e.getGrid(m, b);
+    return py::make_tuple(g[0], g[1], g[2]);
+  }
+
+  std::shared_ptr<const runtime::LoadedBundle> bundle;
+
+private:
+  py::dict describe(const runtime::KernelEntry &e) const {
+    for (size_t c = 0; c < bundle->chips.size(); ++c) {
+      const std::vector<runtime::KernelEntry> &ks = bundle->chips[c].kernels;
+      if (!ks.empty() && &e >= ks.data() && &e < ks.data() + ks.size())
+        return kernelToDict(e, c, &e - ks.data());
+    }
+    throw std::logic_error("kernel entry outside its bundle");
+  }
+};
+
+void callReferencePrequantBmm(py::array x, int64_t xStrideB, int64_t xStrideM,
+                              int64_t batch, int64_t m, int64_t n, int64_t k,
+                              const CArray<uint8_t> &w, const CArray<float> &ws,
+                              bool perBatch, std::optional<py::array> bias,
+                              py::array y, int64_t yStrideB, int64_t yStrideM,
+                              int64_t groupSize, const std::string &format,
+                              const std::string &inType,
+                              const std::string &outType) {
+  requireDtype(x, 'u', 2, "x");
+  requireDtype(y, 'u', 2, "y");
+  if (!y.writeable())
+    throw py::value_error("y is read-only");
+  if (w.size() != batch * n * k)
+    throw py::value_error("w has the wrong size");
+  if (ws.size() != (perBatch ? batch : 1))
+    throw py::value_error("w_scale has the wrong size");
+  PrequantBmmArgs args;
+  args.B = batch;
+  args.M = m;
+  args.N = n;
+  args.K = k;
+  args.groupSize = groupSize;
+  args.format = toFormat(format);
+  args.inputType = toType(inType, "in_type");
+  args.outType = toType(outType, "out_type");
+  args.x = static_cast<const uint16_t *>(x.data());
+  args.xStrideB = xStrideB;
+  args.xStrideM = xStrideM;
+  args.w = w.data();
+  args.weightDescale = ws.data();
+  args.perBatchDescale = perBatch;
+  if (bias) {
+    requireDtype(*bias, 'u', 2, "bias");
+    if (bias->size() != batch * n || !(bias->flags() & py::array::c_style))
+      throw py::value_error("bias must be a contiguous (B, N) array");
+    args.bias = static_cast<const uint16_t *>(bias->data());
+  }
+  args.y = static_cast<uint16_t *>(y.mutable_data());
+  args.yStrideB = yStrideB;
+  args.yStrideM = yStrideM;
+  std::string error;
+  bool ok;
+  {
+    py::gil_scoped_release release;
+    ok = mlir::mlafp8::referencePrequantBmm(args, &error);
+  }
+  if (!ok)
+    throw py::value_error(error);
+}
+
+py::str checkedText(const capi::TextResult &result) {
+  if (!result.ok)
+    throw py::value_error(result.text);
+  return result.text;
+}
+
+} // namespace
+
+PYBIND11_MODULE(_mla_fp8, m) {
+  m.doc() = "Native part of mla_fp8; use the mla_fp8 package instead.";
+
+  m.def("fp8_max", [](const std::string &f) { return getFP8Max(toFormat(f)); });
+  m.def("float_to_bf16", [](const CArray<float> &a) {
+    return mapArray<uint16_t>(a, floatToBF16);
+  });
+  m.def("double_to_bf16", [](const CArray<double> &a) {
+    return mapArray<uint16_t>(a, doubleToBF16);
+  });
+  m.def("bf16_to_float", [](const CArray<uint16_t> &a) {
+    return mapArray<float>(a, bf16ToFloat);
+  });
+  m.def("float_to_f16", [](const CArray<float> &a) {
+    return mapArray<uint16_t>(a, floatToF16);
+  });
+  m.def("double_to_f16", [](const CArray<double> &a) {
+    return mapArray<uint16_t>(a, doubleToF16);
+  });
+  m.def("f16_to_float", [](const CArray<uint16_t> &a) {
+    return mapArray<float>(a, f16ToFloat);
+  });
+  m.def("encode_fp8", [](const CArray<float> &a, const std::string &f,
+                         bool saturate) {
+    FP8Format format = toFormat(f);
+    FP8Overflow overflow = saturate ? FP8Overflow::Saturate : FP8Overflow::NaN;
+    return mapArray<uint8_t>(
+        a, [&](float v) { return encodeFP8(v, format, overflow); });
+  });
+  m.def("decode_fp8", [](const CArray<uint8_t> &a, const std::string &f) {
+    FP8Format format = toFormat(f);
+    return mapArray<float>(a, [&](uint8_t v) { return decodeFP8(v, format); });
+  });
+
+  m.def("quantize_weights",
+        [](const CArray<float> &w, const std::string &f, int64_t batch) {
+          FP8Format format = toFormat(f);
+          py::array_t<uint8_t> q(
+              std::vector<py::ssize_t>(w.shape(), w.shape() + w.ndim()));
+          py::array_t<float> descales(std::max<int64_t>(batch, 1));
+          if (batch > 0) {
+            int64_t perBatch = batch ? w.size() / batch : 0;
+            py::gil_scoped_release release;
+            quantizeWeightsPerBatch(w.data(), batch, perBatch, format,
+                                    q.mutable_data(), descales.mutable_data());
+          } else {
+            py::gil_scoped_release release;
+            descales.mutable_data()[0] =
+                quantizeWeights(w.data(), w.size(), format, q.mutable_data());
+          }
+          return py::make_tuple(q, descales);
+        });
+  m.def("reencode_e4m3fn_to_fnuz", [](const CArray<uint8_t> &bits) {
+    py::array_t<uint8_t> out(
+        std::vector<py::ssize_t>(bits.shape(), bits.shape() + bits.ndim()));
+    float factor =
+        reencodeE4M3FNToFNUZ(bits.data(), bits.size(), out.mutable_data());
+    return py::make_tuple(out, factor);
+  });
+  m.def("reference_prequant_bmm", &callReferencePrequantBmm);
+
+  m.def(
+      "parse_and_print",
+      [](const std::string &ir, bool generic) {
+        return checkedText(capi::parseAndPrint(ir, generic));
+      },
+      py::arg("ir"), py::arg("generic") = false);
+  m.def(
+      "run_pipeline",
+      [](const std::string &ir, const std::string &pipeline, bool generic) {
+        return checkedText(capi::runPipeline(ir, pipeline, generic));
+      },
+      py::arg("ir"), py::arg("pipeline"), py::arg("generic") = false);
+
+  py::class_<PyBundle>(m, "Bundle")
+      .def(py::init<const std::string &>())
+      .def_property_readonly(
+          "schema_version",
+          [](const PyBundle &b) { return b.bundle->schemaVersion; })
+      .def_property_readonly(
+          "compiler_version",
+          [](const PyBundle &b) { return b.bundle->compilerVersion; })
+      .def_property_readonly("model",
+                             [](const PyBundle &b) { return b.bundle->model; })
+      .def_property_readonly("max_m",
+                             [](const PyBundle &b) { return b.bundle->maxM; })
+      .def("chips", &PyBundle::chips)
+      .def("kernels", &PyBundle::kernels)
+      .def("find_kernel", &PyBundle::findKernel)
+      .def("code_object", &PyBundle::codeObject)
+      .def("grid", &PyBundle::grid);
+
+  m.attr("has_aot") = capi::hasAOT();
+#ifdef MLAFP8_CAPI_HAS_AOT
+  m.def("generate_bundle", [](const py::dict &o) {
+    capi::GenerateOptions options;
+    options.model = o["model"].cast<std::string>();
+    options.heads = o["heads"].cast<int64_t>();
+    options.kvLoraRank = o["kv_lora_rank"].cast<int64_t>();
+    options.qkNopeHeadDim = o["qk_nope_head_dim"].cast<int64_t>();
+    options.vHeadDim = o["v_head_dim"].cast<int64_t>();
+    options.tp = o["tp"].cast<std::vector<int64_t>>();
+    options.maxM = o["max_m"].cast<int64_t>();
+    options.chips = o["chips"].cast<std::vector<std::string>>();
+    options.weightScale = o["weight_scale"].cast<std::string>();
+    options.outType = o["out_type"].cast<std::string>();
+    options.groupSize = o["group_size"].cast<int64_t>();
+    options.outputDir = o["output_dir"].cast<std::string>();
+    options.cacheDir = o["cache_dir"].cast<std::string>();
+    options.jobs = o["jobs"].cast<unsigned>();
+    capi::GenerateResult r;
+    {
+      py::gil_scoped_release release;
+      r = capi::generateBundle(options);
+    }
+    if (!r.ok)
+      throw py::value_error(r.error);
+    py::list chips;
+    for (const capi::GeneratedChip &c : r.chips) {
+      py::dict d;
+      d["chip"] = c.chip;
+      d["symbols"] = c.symbols;
+      d["code_object_bytes"] = c.codeObjectBytes;
+      d["sha256"] = c.sha256;
+      d["from_cache"] = c.fromCache;
+      chips.append(d);
+    }
+    py::dict result;
+    result["chips"] = chips;
+    result["manifest"] = r.manifest;
+    result["bytes_written"] = r.bytesWritten;
+    return result;
+  });
+  m.def("compile_spec", [](const py::dict &o) {
+    capi::CompileSpecOptions options;
+    options.n = o["n"].cast<int64_t>();
+    options.k = o["k"].cast<int64_t>();
+    options.chip = o["chip"].cast<std::string>();
+    options.projection = o["projection"].cast<std::string>();
+    options.batches = o["batches"].cast<std::vector<int64_t>>();
+    options.groupSize = o["group_size"].cast<int64_t>();
+    options.outType = o["out_type"].cast<std::string>();
+    options.weightScale = o["weight_scale"].cast<std::string>();
+    options.maxM = o["max_m"].cast<int64_t>();
+    options.withIsa = o["with_isa"].cast<bool>();
+    capi::CompileSpecResult r;
+    {
+      py::gil_scoped_release release;
+      r = capi::compileSpec(options);
+    }
+    if (!r.ok)
+      throw py::value_error(r.error);
+    py::list kernels;
+    for (const capi::CompiledKernel &k : r.kernels) {
+      py::dict d;
+      d["symbol"] = k.symbol;
+      d["min_m"] = k.minM;
+      d["max_m"] = k.maxM;
+      d["block_m"] = k.blockM;
+      d["block_n"] = k.blockN;
+      d["waves"] = k.waves;
+      d["mfma"] = k.mfma;
+      d["split_k"] = k.splitK;
+      d["stages"] = k.stages;
+      d["occupancy"] = k.occupancy;
+      kernels.append(d);
+    }
+    py::dict result;
+    result["code_object"] = py::bytes(r.codeObject);
+    result["isa"] = r.isa;
+    result["kernels"] = kernels;
+    return result;
+  });
+#endif
+}
