@@ -13,11 +13,11 @@ using namespace mlir::mlafp8;
 
 // Both chips implement the two dense fp8 shapes; gfx950 adds the f8f6f4 family
 // (also usable with fp8 operands), plain and with E8M0 block scales.
-static constexpr MfmaShape kGfx942Mfmas[] = {
+static constexpr MfmaInstruction kGfx942Mfmas[] = {
     {16, 16, 32, "v_mfma_f32_16x16x32_fp8_fp8", false},
     {32, 32, 16, "v_mfma_f32_32x32x16_fp8_fp8", false},
 };
-static constexpr MfmaShape kGfx950Mfmas[] = {
+static constexpr MfmaInstruction kGfx950Mfmas[] = {
     {16, 16, 32, "v_mfma_f32_16x16x32_fp8_fp8", false},
     {32, 32, 16, "v_mfma_f32_32x32x16_fp8_fp8", false},
     {16, 16, 128, "v_mfma_f32_16x16x128_f8f6f4", false},
@@ -46,7 +46,7 @@ static const ChipInfo kChips[] = {
         /*fp8Format=*/FP8Family::FNUZ,
         /*fp8E4M3TypeName=*/"f8E4M3FNUZ",
         /*fp8E5M2TypeName=*/"f8E5M2FNUZ",
-        /*fp8MfmaShapes=*/kGfx942Mfmas,
+        /*fp8Mfmas=*/kGfx942Mfmas,
         /*elfMach=*/llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX942,
         /*llvmFeatures=*/"",
     },
@@ -66,7 +66,7 @@ static const ChipInfo kChips[] = {
         /*fp8Format=*/FP8Family::OCP,
         /*fp8E4M3TypeName=*/"f8E4M3FN",
         /*fp8E5M2TypeName=*/"f8E5M2",
-        /*fp8MfmaShapes=*/kGfx950Mfmas,
+        /*fp8Mfmas=*/kGfx950Mfmas,
         /*elfMach=*/llvm::ELF::EF_AMDGPU_MACH_AMDGCN_GFX950,
         /*llvmFeatures=*/"",
     },
@@ -82,9 +82,9 @@ StringRef mlir::mlafp8::stringifyFP8Family(FP8Family format) {
   llvm_unreachable("unknown fp8 format");
 }
 
-const MfmaShape *ChipInfo::findFP8Mfma(unsigned m, unsigned n, unsigned k,
+const MfmaInstruction *ChipInfo::findFP8Mfma(unsigned m, unsigned n, unsigned k,
                                        bool blockScaled) const {
-  for (const MfmaShape &shape : fp8MfmaShapes)
+  for (const MfmaInstruction &shape : fp8Mfmas)
     if (shape.m == m && shape.n == n && shape.k == k &&
         shape.blockScaled == blockScaled)
       return &shape;

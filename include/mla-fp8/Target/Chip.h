@@ -30,7 +30,7 @@ enum class FP8Family {
 StringRef stringifyFP8Family(FP8Family format);
 
 /// An fp8 MFMA instruction shape: D(MxN) += A(MxK) * B(KxN) per wave.
-struct MfmaShape {
+struct MfmaInstruction {
   unsigned m;
   unsigned n;
   unsigned k;
@@ -73,7 +73,7 @@ struct ChipInfo {
   StringRef fp8E4M3TypeName;
   StringRef fp8E5M2TypeName;
   /// fp8 MFMA shapes the chip implements.
-  ArrayRef<MfmaShape> fp8MfmaShapes;
+  ArrayRef<MfmaInstruction> fp8Mfmas;
   /// The EF_AMDGPU_MACH value in the low byte of a code object's e_flags.
   unsigned elfMach;
   /// The LLVM target features the serializer passes to the TargetMachine.
@@ -81,7 +81,7 @@ struct ChipInfo {
 
   /// Returns the fp8 MFMA of the given shape (block-scaled or not), or null if
   /// the chip lacks it.
-  const MfmaShape *findFP8Mfma(unsigned m, unsigned n, unsigned k,
+  const MfmaInstruction *findFP8Mfma(unsigned m, unsigned n, unsigned k,
                                bool blockScaled = false) const;
   /// Returns the LLVM target id, e.g. "amdgcn-amd-amdhsa--gfx942".
   std::string getTargetID() const;

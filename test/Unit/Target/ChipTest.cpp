@@ -50,14 +50,14 @@ TEST(ChipTest, MfmaShapes) {
   const ChipInfo &gfx942 = *lookupChip("gfx942");
   const ChipInfo &gfx950 = *lookupChip("gfx950");
   for (const ChipInfo *chip : {&gfx942, &gfx950}) {
-    const MfmaShape *small = chip->findFP8Mfma(16, 16, 32);
+    const MfmaInstruction *small = chip->findFP8Mfma(16, 16, 32);
     ASSERT_NE(small, nullptr);
     EXPECT_EQ(small->mnemonic, "v_mfma_f32_16x16x32_fp8_fp8");
     ASSERT_NE(chip->findFP8Mfma(32, 32, 16), nullptr);
   }
   EXPECT_EQ(gfx942.findFP8Mfma(16, 16, 128), nullptr);
   EXPECT_EQ(gfx942.findFP8Mfma(32, 32, 64, /*blockScaled=*/true), nullptr);
-  const MfmaShape *scaled = gfx950.findFP8Mfma(16, 16, 128, true);
+  const MfmaInstruction *scaled = gfx950.findFP8Mfma(16, 16, 128, true);
   ASSERT_NE(scaled, nullptr);
   EXPECT_EQ(scaled->mnemonic, "v_mfma_scale_f32_16x16x128_f8f6f4");
   ASSERT_NE(gfx950.findFP8Mfma(32, 32, 64, true), nullptr);
