@@ -140,9 +140,11 @@ mlir::mlafp8::translateGPUModuleToLLVMIR(gpu::GPUModuleOp module,
   return llvmModule;
 }
 
-llvm::Error mlir::mlafp8::prepareModuleForChip(llvm::Module &module,
-                                               const ChipInfo &chip,
-                                               unsigned codeObjectVersion) {
+/// Checks that no function asks for another processor than `chip`, then sets
+/// the target properties from `machine`.
+static llvm::Error prepareModule(llvm::Module &module, const ChipInfo &chip,
+                                 const llvm::TargetMachine &machine,
+                                 unsigned codeObjectVersion) {
   // A function compiled for one processor cannot run on another; catch a
   // mismatch here rather than getting code for the wrong chip.
   for (const llvm::Function &function : module) {
@@ -152,10 +154,16 @@ llvm::Error mlir::mlafp8::prepareModuleForChip(llvm::Module &module,
                        "' is for target-cpu '" + cpu.getValueAsString() +
                        "', not " + chip.name);
   }
+  return setTargetProperties(module, machine, codeObjectVersion);
+}
+
+llvm::Error mlir::mlafp8::prepareModuleForChip(llvm::Module &module,
+                                               const ChipInfo &chip,
+                                               unsigned codeObjectVersion) {
   auto machine = createTargetMachine(chip, 0);
   if (!machine)
     return machine.takeError();
-  return setTargetProperties(module, **machine, codeObjectVersion);
+  return prepareModule(module, chip, **machine, codeObjectVersion);
 }
 
 /// Returns the code-object version `module` asks for, or the default.
@@ -215,7 +223,7 @@ static llvm::Expected<std::string> compile(const llvm::Module &module,
 
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(module);
   if (llvm::Error error =
-          prepareModuleForChip(*copy, chip, getCodeObjectVersion(module)))
+          prepareModule(*copy, chip, **machine, getCodeObjectVersion(module)))
     return std::move(error);
   if (llvm::Error error = runOptimizationPipeline(*copy, **machine, optLevel))
     return std::move(error);

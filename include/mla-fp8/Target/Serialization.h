@@ -71,7 +71,9 @@ createTargetMachine(const ChipInfo &chip, unsigned optLevel = 3);
 /// Translates the body of `module` (LLVM + ROCDL dialects, as produced by
 /// convert-gpu-to-rocdl) to LLVM IR with triple amdgcn-amd-amdhsa, the AMDGPU
 /// data layout and the code-object-version module flag. Registers the needed
-/// translations on the module's context. Errors are emitted on `module`.
+/// translations on the module's context (not thread-safe: when translating
+/// from several threads, register them once up front with
+/// `registerGPUModuleTranslations`). Errors are emitted on `module`.
 FailureOr<std::unique_ptr<llvm::Module>> translateGPUModuleToLLVMIR(
     gpu::GPUModuleOp module, llvm::LLVMContext &llvmContext,
     unsigned codeObjectVersion = kDefaultCodeObjectVersion);

@@ -27,6 +27,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -377,4 +378,35 @@ TEST(SerializationErrorTest, LinkLeavesNoTemporaryFiles) {
   else
     unsetenv("TMPDIR");
   llvm::sys::fs::remove(dir);
+}
+
+TEST(SerializationErrorTest, ConcurrentLinksAgree) {
+  // Compile on four threads at once; the links serialize on lld's lock.
+  std::vector<std::string> results(4);
+  std::vector<std::thread> threads;
+  for (std::string &result : results)
+    threads.emplace_back([&result] {
+      llvm::LLVMContext context;
+      llvm::SMDiagnostic diagnostic;
+      auto module =
+          llvm::parseAssemblyString(kMfmaKernelIR, diagnostic, context);
+      if (!module)
+        return;
+      auto object = emitObject(*module, *lookupChip("gfx950"));
+      if (!object) {
+        llvm::consumeError(object.takeError());
+        return;
+      }
+      auto hsaco = linkCodeObject(*object);
+      if (!hsaco) {
+        llvm::consumeError(hsaco.takeError());
+        return;
+      }
+      result = std::move(*hsaco);
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  ASSERT_FALSE(results[0].empty());
+  for (const std::string &result : results)
+    EXPECT_TRUE(result == results[0]);
 }
