@@ -442,6 +442,12 @@ static bool parseModifier(StringRef t, Inst &inst) {
                          .Default(0);
     return true;
   }
+  if (key == "bitop3") {
+    if (!parseInt(val, v))
+      return false;
+    inst.bitop3 = uint8_t(v);
+    return true;
+  }
   if (key == "cbsz" || key == "abid" || key == "blgp") {
     if (!parseInt(val, v))
       return false;

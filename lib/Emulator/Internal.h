@@ -114,6 +114,8 @@ struct Inst {
   uint8_t cbsz = 0, abid = 0, blgp = 0;
   /// ds_swizzle_b32 offset (raw 16-bit pattern).
   uint16_t swizzle = 0;
+  /// v_bitop3 truth table.
+  uint8_t bitop3 = 0;
 
   /// The i-th source operand.
   const Operand &src(unsigned i) const { return ops[numDefs + i]; }

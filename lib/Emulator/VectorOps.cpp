@@ -396,6 +396,15 @@ void registerVectorOps(OpTable &t) {
       r |= permByte(in, (sel >> (8 * i)) & 0xff) << (8 * i);
     L.setU32(r);
   });
+  // gfx950 v_bitop3: every result bit is the truth table indexed by the
+  // source bits (src0 << 2 | src1 << 1 | src2).
+  VOP("v_bitop3_b32", {
+    uint32_t a = L.u32(0), b = L.u32(1), cc = L.u32(2), r = 0;
+    for (unsigned i = 0; i < 8; ++i)
+      if ((L.I.bitop3 >> i) & 1)
+        r |= ((i & 4) ? a : ~a) & ((i & 2) ? b : ~b) & ((i & 1) ? cc : ~cc);
+    L.setU32(r);
+  });
   VOP("v_bcnt_u32_b32", L.setU32(llvm::popcount(L.u32(0)) + L.u32(1)));
   VOP("v_cvt_f32_ubyte0", L.setF32(float(L.u32(0) & 0xff)));
   VOP("v_cvt_f32_ubyte1", L.setF32(float((L.u32(0) >> 8) & 0xff)));

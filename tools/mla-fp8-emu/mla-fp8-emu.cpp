@@ -11,6 +11,7 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <random>
 
 using namespace llvm;
@@ -40,7 +41,7 @@ static cl::list<std::string> argsOpt(
 static cl::opt<std::string> abiOpt(
     "abi",
     cl::desc("Run a prequant-bmm kernel on random inputs with this argument "
-             "layout and compare with the reference: triton-peer"),
+             "layout and compare with the reference: triton-peer, mlafp8"),
     cl::cat(category));
 static cl::opt<int64_t> bOpt("B", cl::desc("Batch (prequant-bmm)"), cl::init(1),
                              cl::cat(category));
@@ -99,6 +100,8 @@ static std::array<uint32_t, 3> parseDims(StringRef s, StringRef what) {
   return d;
 }
 
+static double gSeconds = 0;
+
 static void printStats(const ExecStats &s) {
   outs() << "dynamic counts: " << s.instructions << " instructions (VALU "
          << s.valu << ", SALU " << s.salu << ", MFMA " << s.mfma << ", SMEM "
@@ -107,7 +110,9 @@ static void printStats(const ExecStats &s) {
          << "memory: " << s.bytesLoaded << " bytes loaded, " << s.bytesStored
          << " bytes stored; LDS " << s.ldsBytesRead << " bytes read, "
          << s.ldsBytesWritten << " bytes written\n"
-         << "waves: " << s.waves << " in " << s.workgroups << " workgroups\n";
+         << "waves: " << s.waves << " in " << s.workgroups << " workgroups\n"
+         << format("emulation: %.3f s, %.2f M instructions/s\n", gSeconds,
+                   gSeconds > 0 ? s.instructions / gSeconds / 1e6 : 0.0);
 }
 
 int main(int argc, char **argv) {
@@ -152,7 +157,7 @@ int main(int argc, char **argv) {
   if (!abiOpt.empty()) {
     auto abi = parsePrequantAbi(abiOpt);
     if (!abi)
-      die("unknown --abi '" + abiOpt + "' (supported: triton-peer)");
+      die("unknown --abi '" + abiOpt + "' (supported: triton-peer, mlafp8)");
     if (!argsOpt.empty() || !gridOpt.empty())
       die("--abi computes the arguments and the grid; drop --arg/--grid");
     PrequantBmmProblem p;
@@ -180,11 +185,16 @@ int main(int argc, char **argv) {
         tn = std::stoul(mt[4].str());
     }
     if (!p.N || !p.K || !tm || !tn)
-      die("--abi=triton-peer needs --N, --K, --tile-m and --tile-n (not "
-          "derivable from the file name)");
+      die("--abi=" + abiOpt +
+          " needs --N, --K, --tile-m and --tile-n (not derivable from the "
+          "file name)");
     if (blockOpt.empty())
       cfg.workgroupSize = {kOr->maxFlatWorkgroupSize, 1, 1};
+    auto start = std::chrono::steady_clock::now();
     auto res = runPrequantBmm(emu, kernel, *abi, p, tm, tn, cfg);
+    gSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (!res)
       die(toString(res.takeError()));
     outs() << "kernel " << kernel << " (" << getChipName(co->getChip())
@@ -243,7 +253,11 @@ int main(int argc, char **argv) {
           "' (expected i32:<v>, i64:<v>, null or buf:<name>:<bytes>[:fill])");
     }
   }
+  auto start = std::chrono::steady_clock::now();
   auto stats = emu.dispatch(kernel, cfg, packKernelArgs(kargs), mem);
+  gSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!stats)
     die(toString(stats.takeError()));
   outs() << "kernel " << kernel << " (" << getChipName(co->getChip())

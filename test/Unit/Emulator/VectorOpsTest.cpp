@@ -303,3 +303,29 @@ TEST(VectorOps, Gfx950ConversionsAreOcp) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(VectorOps, Gfx950Bitop3) {
+  // The truth table is indexed by (src0 << 2 | src1 << 1 | src2): 0xf0 is
+  // src0, 0x96 is the three-way xor, 0x80 the three-way and.
+  auto r = runAsm(
+      "v_bitop3_b32 v3, v0, v1, v2 bitop3:0xf0\n"
+      "v_bitop3_b32 v4, v0, v1, v2 bitop3:0x96\n"
+      "v_bitop3_b32 v5, v0, v1, v2 bitop3:0x80\n",
+      [](WaveState &w) {
+        for (unsigned l = 0; l < 64; ++l) {
+          w.v(0, l) = 0xff00ff00u;
+          w.v(1, l) = 0xf0f0f0f0u;
+          w.v(2, l) = 0xccccccccu;
+        }
+      },
+      nullptr, Chip::GFX950);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  const WaveState &w = r->waves[0];
+  EXPECT_EQ(w.v(3, 0), 0xff00ff00u);
+  EXPECT_EQ(w.v(4, 0), 0xff00ff00u ^ 0xf0f0f0f0u ^ 0xccccccccu);
+  EXPECT_EQ(w.v(5, 0), 0xff00ff00u & 0xf0f0f0f0u & 0xccccccccu);
+}
+
+} // namespace
