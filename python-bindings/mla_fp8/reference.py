@@ -101,8 +101,8 @@ def reference_prequant_bmm(x_bits, w_bits, w_scale, *, fp8_format,
     elif scales.size == batch:
         per_batch = batch > 1
     else:
-        raise ValueError(f"w_scale: expected 1 value (per tensor) or B={batch} "
-                         f"values (per batch), got {scales.size}")
+        raise ValueError(f"w_scale: expected 1 value (per tensor) or "
+                         f"B={batch} values (per batch), got {scales.size}")
     if not per_batch:
         scales = scales[:1]
 

@@ -96,7 +96,8 @@ def test_kernel_description(bundle):
     assert k.grid(0, 16) == (8, 0, 16)
     assert k.kernarg_size == 336
     assert k.arg_offsets == {name: 8 * i for i, name in enumerate(EXPLICIT)}
-    assert k.args[-1]["hidden"] and k.args[-1]["name"] == "hidden_block_count_x"
+    assert k.args[-1]["hidden"]
+    assert k.args[-1]["name"] == "hidden_block_count_x"
     assert k.code_object == CODE_942
     # Kernels of one chip share one bytes object; lookups are cached.
     other = bundle.find_kernel("gfx942", 512, 128, 1)

@@ -55,8 +55,8 @@ def test_rounding_is_to_nearest_even():
     # through float32 first would have made it a tie and gone down.
     above = np.array([1 + 2.0**-8 + 2.0**-30])
     np.testing.assert_array_equal(mla_fp8.to_bf16_bits(above), [0x3F81])
-    np.testing.assert_array_equal(mla_fp8.to_f16_bits(np.float32(1 + 2.0**-11)),
-                                  0x3C00)
+    np.testing.assert_array_equal(
+        mla_fp8.to_f16_bits(np.float32(1 + 2.0**-11)), 0x3C00)
     # fp8 e4m3: 1.0625 is halfway between 1.0 and 1.125 -> 1.0 (even).
     np.testing.assert_array_equal(
         mla_fp8.quantize_fp8([1.0625, 1.1875], "f8E4M3FN"), [0x38, 0x3A])

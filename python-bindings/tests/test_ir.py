@@ -74,3 +74,15 @@ def test_argument_types():
         mla_fp8.parse_and_print(b"module {}")
     with pytest.raises(TypeError, match="^pipeline_str"):
         mla_fp8.run_pipeline("module {}", None)
+
+
+def test_project_pipeline_lowers_to_rocdl():
+    try:
+        lowered = mla_fp8.run_pipeline(
+            PREQUANT, "builtin.module(mlafp8-to-rocdl{chip=gfx942})")
+    except ValueError as error:
+        if "mlafp8-to-rocdl" in str(error) and "pipeline" in str(error):
+            pytest.skip("this build does not register the mla-fp8 pipelines")
+        raise
+    assert "gpu.module" in lowered
+    assert "rocdl." in lowered

@@ -172,7 +172,8 @@ def test_quantize_weights():
     q_pb, ws_pb = mla_fp8.quantize_weights(w, "f8E4M3FN", per_batch=True)
     assert ws_pb.shape == (2,)
     np.testing.assert_array_equal(
-        ws_pb, [np.float32(2.0) / np.float32(448), np.float32(4) / np.float32(448)])
+        ws_pb, [np.float32(2) / np.float32(448),
+                np.float32(4) / np.float32(448)])
     assert mla_fp8.dequantize_fp8(q_pb, "f8E4M3FN")[0, 2] == 448.0
     # All zeros: amax is floored, nothing divides by zero.
     q0, ws0 = mla_fp8.quantize_weights(np.zeros(4), "f8E4M3FN")
