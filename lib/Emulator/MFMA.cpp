@@ -46,10 +46,15 @@ struct Elem {
   double value;
   double sig;
   int exp;
+  /// sig * 2^10 (exact for every input format; 0 for zero).
+  int32_t mant;
 };
 
+/// Exponent of an absent term (zero or an empty group).
+constexpr int kNoExp = -(1 << 20);
+
 Elem splitElem(double v, int minExp) {
-  Elem e{v, 0.0, -999};
+  Elem e{v, 0.0, kNoExp, 0};
   if (v == 0 || std::isnan(v) || std::isinf(v))
     return e;
   int ex;
@@ -62,7 +67,26 @@ Elem splitElem(double v, int minExp) {
   }
   e.sig = m;
   e.exp = ex;
+  e.mant = int32_t(std::ldexp(m, 10));
   return e;
+}
+
+/// floor(v * 2^sh) for a signed integer, any shift.
+inline int64_t shiftFloor(int64_t v, int sh) {
+  if (sh >= 0)
+    return sh >= 40 ? 0 : v << sh; // callers never need larger left shifts
+  if (sh <= -63)
+    return v < 0 ? -1 : 0;
+  return v >> -sh; // arithmetic: floor
+}
+
+/// trunc(v * 2^sh) (toward zero).
+inline int64_t shiftTrunc(int64_t v, int sh) {
+  if (sh >= 0)
+    return v << sh;
+  if (sh <= -63)
+    return 0;
+  return v < 0 ? -((-v) >> -sh) : v >> -sh;
 }
 
 /// Per-format decode tables for the 8-bit formats (256 entries each).
@@ -119,45 +143,62 @@ inline void locate(const Layout &l, unsigned r, unsigned k, unsigned &lane,
 }
 
 /// CDNA3 fused dot-add of one chunk: products of a[t]*b[t], t < n, plus c.
+/// Integer form of the model: products are ma*mb * 2^(ea+eb-20); a group sum
+/// is held in units of 2^(eMax-24), the chunk sum in units of 2^(maxE-31).
 float cdna3Chunk(const Elem *a, const Elem *b, unsigned n, float c, bool fp8,
-                 int cMinExp) {
-  // Specials: the f64 sum decides (NaN, Inf).
-  double exact = double(c);
-  for (unsigned t = 0; t < n; ++t)
-    exact += a[t].value * b[t].value;
-  if (std::isnan(exact) || std::isinf(exact))
-    return float(exact);
-  Elem ce = splitElem(c, cMinExp);
+                 bool mayBeSpecial) {
+  // Specials (NaN/Inf inputs or an f32 overflow): the f64 sum decides.
+  if (mayBeSpecial || !std::isfinite(c)) {
+    double exact = double(c);
+    for (unsigned t = 0; t < n; ++t)
+      exact += a[t].value * b[t].value;
+    if (std::isnan(exact) || std::isinf(exact))
+      return float(exact);
+  }
   auto groupSum = [&](unsigned start, unsigned step, int &eMax) {
-    eMax = std::numeric_limits<int>::min();
+    eMax = kNoExp;
     for (unsigned t = start; t < n; t += step)
-      eMax = std::max(eMax, a[t].exp + b[t].exp);
-    double s = 0;
+      if (a[t].mant && b[t].mant)
+        eMax = std::max(eMax, a[t].exp + b[t].exp);
+    int64_t s = 0;
+    if (eMax == kNoExp)
+      return s;
     for (unsigned t = start; t < n; t += step) {
-      double sig = a[t].sig * b[t].sig;
-      int e = a[t].exp + b[t].exp;
-      s += std::ldexp(std::trunc(std::ldexp(sig, 24 + e - eMax)), -24);
+      int64_t p = int64_t(a[t].mant) * b[t].mant;
+      if (p)
+        s += shiftTrunc(p, 4 + a[t].exp + b[t].exp - eMax);
     }
     return s;
   };
-  double s;
+  int64_t s;
   int e;
   if (fp8) {
     int e0, e1;
-    double s0 = groupSum(0, 2, e0), s1 = groupSum(1, 2, e1);
+    int64_t s0 = groupSum(0, 2, e0), s1 = groupSum(1, 2, e1);
     e = std::max(e0, e1);
-    s0 = std::ldexp(std::floor(std::ldexp(s0, 24 + e0 - e)), -24);
-    s1 = std::ldexp(std::floor(std::ldexp(s1, 24 + e1 - e)), -24);
-    s = s0 + s1;
+    s = (s0 ? shiftFloor(s0, e0 - e) : 0) + (s1 ? shiftFloor(s1, e1 - e) : 0);
   } else {
     s = groupSum(0, 1, e);
   }
-  int maxE = std::max(e, ce.exp);
-  s = std::ldexp(std::floor(std::ldexp(s, 31 + e - maxE)), -31);
-  double sc = 0;
-  if (!fp8 || ce.exp >= maxE - 25)
-    sc = std::ldexp(std::floor(std::ldexp(ce.sig, 24 + ce.exp - maxE)), -24);
-  return float(std::ldexp(s + sc, maxE));
+  // The accumulator: 24-bit significand (hidden bit included).
+  uint32_t cb = bitsF32(c);
+  int64_t mc = cb & 0x7fffff;
+  int ec = int((cb >> 23) & 0xff);
+  if (ec == 0)
+    ec = mc ? -126 : kNoExp;
+  else {
+    mc |= 0x800000;
+    ec -= 127;
+  }
+  if (cb >> 31)
+    mc = -mc;
+  int maxE = std::max(e, ec);
+  if (maxE == kNoExp)
+    return 0.0f;
+  int64_t total = s ? shiftFloor(s, 7 + e - maxE) : 0;
+  if (mc && (!fp8 || ec >= maxE - 25))
+    total += shiftFloor(mc, 1 + ec - maxE) << 7;
+  return float(std::ldexp(double(total), maxE - 31));
 }
 
 /// Exact products, one f32 rounding per chunk (the gfx950 model).
@@ -220,6 +261,13 @@ Error mfma(Ctx &c, const Inst &I) {
       A[r * K + k] = fetch(I.src(0), ka, r, k, minExp16);
       B[r * K + k] = fetch(I.src(1), kb, r, k, minExp16);
     }
+  // Non-finite inputs, or 16-bit inputs whose products may overflow f32, take
+  // the slow path that detects specials.
+  bool special = !is8;
+  for (const Elem &e : A)
+    special |= !std::isfinite(e.value);
+  for (const Elem &e : B)
+    special |= !std::isfinite(e.value);
   const Operand &cop = I.src(2);
   float out[M * M];
   unsigned chunk = is8 ? 16 : std::min(8u, K);
@@ -237,12 +285,8 @@ Error mfma(Ctx &c, const Inst &I) {
       float acc = cop.kind == OpKind::Imm ? asF32(immBits32(cop))
                                           : asF32(c.readRaw32(cop, lane, reg));
       for (unsigned k0 = 0; k0 < K; k0 += chunk) {
-        Elem a[16], b[16];
-        for (unsigned t = 0; t < chunk; ++t) {
-          a[t] = A[i * K + k0 + t];
-          b[t] = B[j * K + k0 + t];
-        }
-        acc = cdna3 ? cdna3Chunk(a, b, chunk, acc, is8, -126)
+        const Elem *a = &A[i * K + k0], *b = &B[j * K + k0];
+        acc = cdna3 ? cdna3Chunk(a, b, chunk, acc, is8, special)
                     : exactChunk(a, b, chunk, acc);
       }
       out[reg * 64 + lane] = acc;

@@ -115,3 +115,36 @@ TEST(PeerKernels, TooLittleLdsIsReported) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(PeerKernels, ThreadedDispatchMatchesSerial) {
+  std::string path =
+      std::string(MLAFP8_PEER_KERNELS_DIR) + "/" + kPeers[1].file;
+  auto co = CodeObject::fromFile(path);
+  ASSERT_TRUE(bool(co));
+  auto emu =
+      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
+  ASSERT_TRUE(bool(emu));
+  PrequantBmmProblem p;
+  p.B = 3;
+  p.M = 40;
+  p.N = 128;
+  p.K = 512;
+  DispatchConfig cfg;
+  cfg.workgroupSize = {512, 1, 1};
+  cfg.dynamicLdsBytes = 12288;
+  cfg.threads = 1;
+  auto serial = runPrequantBmm(**emu, "prequant_bmm", PrequantAbi::TritonPeer,
+                               p, 32, 64, cfg);
+  ASSERT_TRUE(bool(serial)) << llvm::toString(serial.takeError());
+  cfg.threads = 3;
+  auto threaded = runPrequantBmm(**emu, "prequant_bmm", PrequantAbi::TritonPeer,
+                                 p, 32, 64, cfg);
+  ASSERT_TRUE(bool(threaded)) << llvm::toString(threaded.takeError());
+  EXPECT_EQ(threaded->failures, 0);
+  EXPECT_EQ(threaded->error.maxAbsError, serial->error.maxAbsError);
+  EXPECT_EQ(threaded->stats.instructions, serial->stats.instructions);
+}
+
+} // namespace
