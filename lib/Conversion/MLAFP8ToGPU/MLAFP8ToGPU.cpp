@@ -212,8 +212,18 @@ Value KernelEmitter::loadVector(Value memref, Value offset, int64_t count,
     load.setAlignment(uint64_t(align));
     return load;
   }
-  Value mask = vector::CreateMaskOp::create(
-      b, VectorType::get({count}, b.getI1Type()), ValueRange{valid});
+  // lane i of the mask is `i < valid`; built from a constant step vector
+  // (vector.create_mask has no lowering in convert-gpu-to-rocdl).
+  auto i32s = VectorType::get({count}, b.getI32Type());
+  SmallVector<int32_t> steps;
+  for (int64_t i = 0; i < count; ++i)
+    steps.push_back(static_cast<int32_t>(i));
+  Value step = arith::ConstantOp::create(
+      b, i32s, DenseElementsAttr::get(i32s, ArrayRef<int32_t>(steps)));
+  Value bound = vector::BroadcastOp::create(
+      b, i32s, arith::IndexCastOp::create(b, b.getI32Type(), valid));
+  Value mask =
+      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, step, bound);
   Value zero = arith::ConstantOp::create(
       b, type, DenseElementsAttr::get(type, b.getZeroAttr(elementType)));
   return vector::MaskedLoadOp::create(b, type, memref, ValueRange{offset},

@@ -1,0 +1,342 @@
+//===- KernelEmulatorTest.cpp - generated kernels vs the reference --------===//
+//
+// Builds a prequant_bmm, runs the mlafp8-to-hsaco pipeline in-process, loads
+// the code object into the gfx9 emulator, launches the kernel that serves M
+// with the documented ABI (MLAFP8ToGPU.h) and compares Y with the reference.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
+#include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+#include "mla-fp8/Emulator/Emulator.h"
+#include "mla-fp8/Pipelines/Pipelines.h"
+#include "mla-fp8/Reference/Formats.h"
+#include "mla-fp8/Reference/PrequantBmm.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <random>
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+
+namespace {
+
+struct Case {
+  std::string chip = "gfx942";
+  int64_t B = 2, N = 512, K = 128, groupSize = 128;
+  std::vector<int64_t> ms = {1};
+  bool perBatch = false, bias = false, f16 = false;
+  bool xTokenMajor = false, yTokenMajor = false;
+  /// Extra elements between X rows (a strided view); a multiple of 8.
+  int64_t xRowPadding = 0;
+  /// Explicit tiles (attribute text); empty: mlafp8-select-tiles.
+  std::vector<TileConfig> tiles;
+};
+
+std::string printTile(const TileConfig &t) {
+  std::string mfma = t.mfma == MfmaShape::M16N16K32 ? "m16n16k32" : "m32n32k16";
+  return "#mlafp8.tile<min_m = " + std::to_string(t.minM) +
+         ", max_m = " + std::to_string(t.maxM) +
+         ", block_m = " + std::to_string(t.blockM) +
+         ", block_n = " + std::to_string(t.blockN) +
+         ", waves = " + std::to_string(t.waves) + ", mfma = " + mfma +
+         ", split_k = 1, stages = 1, occupancy = 2>";
+}
+
+/// The MLIR source of one prequant_bmm for `c`.
+std::string buildSource(const Case &c) {
+  std::string fp8 = c.chip == "gfx942" ? "f8E4M3FNUZ" : "f8E4M3FN";
+  std::string act = c.f16 ? "f16" : "bf16";
+  std::string B = std::to_string(c.B), N = std::to_string(c.N),
+              K = std::to_string(c.K);
+  std::string xType = "tensor<" + (c.xTokenMajor ? "?x" + B : B + "x?") + "x" +
+                      K + "x" + act + ">";
+  std::string yType = "tensor<" + (c.yTokenMajor ? "?x" + B : B + "x?") + "x" +
+                      N + "x" + act + ">";
+  std::string wType = "tensor<" + B + "x" + N + "x" + K + "x" + fp8 + ">";
+  std::string wsType =
+      "tensor<" + std::string(c.perBatch ? B : "1") + "xf32>";
+  std::string biasType = "tensor<" + B + "x" + N + "x" + act + ">";
+  std::string attrs = "group_size = " + std::to_string(c.groupSize) + " : i64";
+  if (c.perBatch)
+    attrs += ", w_scale_mode = #mlafp8<weight_scale per_batch>";
+  if (c.xTokenMajor)
+    attrs += ", x_layout = #mlafp8<layout mb>";
+  if (c.yTokenMajor)
+    attrs += ", y_layout = #mlafp8<layout mb>";
+  if (!c.tiles.empty()) {
+    attrs += ", tiles = [";
+    for (size_t i = 0; i < c.tiles.size(); ++i)
+      attrs += (i ? ", " : "") + printTile(c.tiles[i]);
+    attrs += "]";
+  }
+  std::string args = "%x: " + xType + ", %w: " + wType + ", %ws: " + wsType;
+  if (c.bias)
+    args += ", %bias: " + biasType;
+  return "func.func @f(" + args + ") -> " + yType + " {\n  %y = " +
+         "mlafp8.prequant_bmm %x, %w, %ws" + (c.bias ? " bias %bias" : "") +
+         " {" + attrs + "} : " + xType + ", " + wType + ", " + wsType +
+         (c.bias ? ", " + biasType : "") + " -> " + yType +
+         "\n  return %y : " + yType + "\n}\n";
+}
+
+/// Runs the pipeline; returns the code object bytes of @f_kernels.
+std::string compile(const Case &c) {
+  DialectRegistry registry;
+  registerMLAFP8PipelineDependencies(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(buildSource(c), &context);
+  if (!module)
+    return {};
+  PassManager pm(&context);
+  MLAFP8ToHsacoPipelineOptions options;
+  options.chip = c.chip;
+  populateMLAFP8ToHsacoPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return {};
+  for (auto binary : module->getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects())
+      return cast<gpu::ObjectAttr>(object).getObject().str();
+  return {};
+}
+
+uint16_t toOut(float v, bool f16) { return f16 ? floatToF16(v) : floatToBF16(v); }
+double fromOut(uint16_t v, bool f16) { return f16 ? f16ToFloat(v) : bf16ToFloat(v); }
+double ulpOf(double v, bool f16) {
+  v = std::fabs(v);
+  int mantissa = f16 ? 10 : 7;
+  double minNormal = f16 ? 0x1p-14 : 0x1p-126;
+  if (v < minNormal)
+    return std::ldexp(minNormal, -mantissa);
+  return std::ldexp(1.0, std::ilogb(v) - mantissa);
+}
+
+/// Runs every M of `c` and checks Y element by element.
+void runCase(const Case &c) {
+  std::string code = compile(c);
+  ASSERT_FALSE(code.empty()) << "compilation failed:\n" << buildSource(c);
+  auto codeObject = emu::CodeObject::fromBytes(ArrayRef<uint8_t>(
+      reinterpret_cast<const uint8_t *>(code.data()), code.size()));
+  ASSERT_TRUE(static_cast<bool>(codeObject))
+      << llvm::toString(codeObject.takeError());
+  auto emulator = emu::Emulator::create(std::move(*codeObject));
+  ASSERT_TRUE(static_cast<bool>(emulator))
+      << llvm::toString(emulator.takeError());
+
+  std::vector<TileConfig> tiles = c.tiles;
+  if (tiles.empty()) {
+    auto selection = selectTiles(c.chip, c.N, c.K, c.groupSize);
+    ASSERT_TRUE(static_cast<bool>(selection));
+    tiles.assign(selection->tiles.begin(), selection->tiles.end());
+  }
+  KernelShape shape{c.N, c.K, c.groupSize, c.f16 ? "f16" : "bf16",
+                    c.perBatch, c.bias};
+  FP8Format format =
+      c.chip == "gfx942" ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
+
+  for (int64_t M : c.ms) {
+    SCOPED_TRACE("M = " + std::to_string(M));
+    const TileConfig *tile = findTileForM(tiles, M);
+    ASSERT_NE(tile, nullptr);
+    std::string kernel = getKernelName(shape, c.chip, *tile);
+    int64_t B = c.B, N = c.N, K = c.K;
+    std::mt19937_64 rng(1234 + M);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+
+    // X, with a per-row magnitude so that rows get different scales.
+    int64_t rowPitch = K + c.xRowPadding;
+    int64_t xStrideB = c.xTokenMajor ? rowPitch : M * rowPitch;
+    int64_t xStrideM = c.xTokenMajor ? B * rowPitch : rowPitch;
+    std::vector<uint16_t> x(std::max<int64_t>(B * M * rowPitch, 1));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t k = 0; k < K; ++k)
+          x[b * xStrideB + m * xStrideM + k] =
+              toOut(normal(rng) * std::ldexp(1.0f, int((m + b) % 7) - 3), c.f16);
+    std::vector<float> wf(B * N * K);
+    for (float &v : wf)
+      v = normal(rng) * 0.05f;
+    std::vector<uint8_t> w(B * N * K);
+    std::vector<float> ws(c.perBatch ? B : 1);
+    if (c.perBatch)
+      quantizeWeightsPerBatch(wf.data(), B, N * K, format, w.data(), ws.data());
+    else
+      ws[0] = quantizeWeights(wf.data(), int64_t(wf.size()), format, w.data());
+    std::vector<uint16_t> bias(B * N);
+    for (uint16_t &v : bias)
+      v = toOut(normal(rng), c.f16);
+
+    int64_t yStrideB = c.yTokenMajor ? N : M * N;
+    int64_t yStrideM = c.yTokenMajor ? B * N : N;
+    const uint16_t sentinel = 0x7fc1;
+    std::vector<uint16_t> y(std::max<int64_t>(B * M * N, 1), sentinel);
+
+    PrequantBmmArgs args;
+    args.B = B;
+    args.M = M;
+    args.N = N;
+    args.K = K;
+    args.groupSize = c.groupSize;
+    args.format = format;
+    args.inputType = c.f16 ? OutType::F16 : OutType::BF16;
+    args.x = x.data();
+    args.xStrideB = xStrideB;
+    args.xStrideM = xStrideM;
+    args.w = w.data();
+    args.weightDescale = ws.data();
+    args.perBatchDescale = c.perBatch;
+    args.bias = c.bias ? bias.data() : nullptr;
+    args.outType = c.f16 ? OutType::F16 : OutType::BF16;
+    std::vector<double> ref;
+    std::string error;
+    ASSERT_TRUE(referencePrequantBmmF64(args, ref, &error)) << error;
+
+    emu::DeviceMemory memory;
+    auto map = [&](StringRef name, auto &vec, bool readOnly) {
+      size_t bytes = vec.size() * sizeof(vec[0]);
+      uint64_t address = memory.allocate(name, bytes, 256);
+      llvm::cantFail(memory.write(
+          address, ArrayRef<uint8_t>(
+                       reinterpret_cast<const uint8_t *>(vec.data()), bytes)));
+      memory.lookup(name)->readOnly = readOnly;
+      return address;
+    };
+    uint64_t xAddr = map("X", x, true), wAddr = map("W", w, true),
+             wsAddr = map("ws", ws, true), yAddr = map("Y", y, false);
+    uint64_t biasAddr = c.bias ? map("bias", bias, true) : 0;
+
+    emu::DispatchConfig config;
+    config.gridWorkgroups = {
+        uint32_t(llvm::divideCeil(N, tile->blockN)),
+        uint32_t(llvm::divideCeil(M, tile->blockM)), uint32_t(B)};
+    config.workgroupSize = {uint32_t(64 * tile->waves), 1, 1};
+    config.threads = 2;
+    std::vector<emu::KernelArg> kernelArgs = {
+        emu::KernelArg::pointer(xAddr),    emu::KernelArg::pointer(wAddr),
+        emu::KernelArg::pointer(wsAddr),   emu::KernelArg::pointer(biasAddr),
+        emu::KernelArg::pointer(yAddr),    emu::KernelArg::i64(M),
+        emu::KernelArg::i64(xStrideB),     emu::KernelArg::i64(xStrideM),
+        emu::KernelArg::i64(yStrideB),     emu::KernelArg::i64(yStrideM)};
+    std::vector<uint8_t> packed = emu::packKernelArgs(kernelArgs);
+    ASSERT_EQ(packed.size(), kKernelArgBytes);
+    if (M > 0) {
+      auto stats = (*emulator)->dispatch(kernel, config, packed, memory);
+      ASSERT_TRUE(static_cast<bool>(stats))
+          << kernel << ": " << llvm::toString(stats.takeError());
+    }
+    llvm::cantFail(memory.read(
+        yAddr, MutableArrayRef<uint8_t>(reinterpret_cast<uint8_t *>(y.data()),
+                                        y.size() * 2)));
+
+    double maxRef = 0;
+    for (double r : ref)
+      maxRef = std::max(maxRef, std::fabs(r));
+    int64_t failures = 0, unwritten = 0;
+    std::string first;
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          uint16_t got = y[b * yStrideB + m * yStrideM + n];
+          double expected = ref[(b * M + m) * N + n];
+          if (got == sentinel) {
+            ++unwritten;
+            continue;
+          }
+          double tolerance = ulpOf(expected, c.f16) + 0x1p-20 * maxRef;
+          if (!(std::fabs(fromOut(got, c.f16) - expected) <= tolerance) &&
+              failures++ == 0)
+            first = "Y[" + std::to_string(b) + "," + std::to_string(m) + "," +
+                    std::to_string(n) + "] = " +
+                    std::to_string(fromOut(got, c.f16)) + ", reference " +
+                    std::to_string(expected);
+        }
+    EXPECT_EQ(unwritten, 0) << kernel;
+    EXPECT_EQ(failures, 0) << kernel << ": first " << first;
+  }
+}
+
+TEST(KernelEmulator, KUpGfx942EveryRange) {
+  Case c;
+  c.ms = {1, 5, 16, 17, 40, 65, 129, 300, 513};
+  runCase(c);
+}
+
+TEST(KernelEmulator, VUpGfx942EveryRange) {
+  Case c;
+  c.N = 128;
+  c.K = 512;
+  c.ms = {1, 7, 17, 33, 70, 130, 260, 520};
+  runCase(c);
+}
+
+TEST(KernelEmulator, KUpAndVUpGfx950) {
+  Case kup;
+  kup.chip = "gfx950";
+  kup.ms = {1, 20, 300, 513};
+  runCase(kup);
+  Case vup = kup;
+  vup.N = 128;
+  vup.K = 512;
+  vup.ms = {3, 40, 520};
+  runCase(vup);
+}
+
+TEST(KernelEmulator, PerBatchBiasF16TokenMajor) {
+  Case c;
+  c.N = 128;
+  c.K = 512;
+  c.B = 3;
+  c.perBatch = c.bias = c.f16 = true;
+  c.xTokenMajor = c.yTokenMajor = true;
+  c.ms = {1, 37, 130};
+  runCase(c);
+}
+
+TEST(KernelEmulator, StridedXAndTokenMajorY) {
+  Case c;
+  c.xRowPadding = 64;
+  c.yTokenMajor = true;
+  c.ms = {3, 50};
+  runCase(c);
+}
+
+TEST(KernelEmulator, PartialLastGroupAndNTail) {
+  // K = 200: one full group and 72 columns; N = 40 is not a multiple of the
+  // tile; both MFMA shapes.
+  Case c;
+  c.N = 40;
+  c.K = 200;
+  c.ms = {1, 19, 70};
+  c.tiles = {{1, 16, 16, 32, 2, MfmaShape::M16N16K32},
+             {17, 0, 32, 32, 1, MfmaShape::M32N32K16}};
+  runCase(c);
+  c.chip = "gfx950";
+  c.bias = true;
+  runCase(c);
+}
+
+TEST(KernelEmulator, SmallGroupsUse8ByteUnits) {
+  // G = 32 with 16x16x32 and G = 16 with 32x32x16: one MFMA step per group.
+  Case c;
+  c.N = 64;
+  c.K = 96;
+  c.groupSize = 32;
+  c.ms = {5};
+  c.tiles = {{1, 0, 16, 32, 2, MfmaShape::M16N16K32}};
+  runCase(c);
+  c.groupSize = 16;
+  c.tiles = {{1, 0, 32, 32, 1, MfmaShape::M32N32K16}};
+  runCase(c);
+}
+
+} // namespace

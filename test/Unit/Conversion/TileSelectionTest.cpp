@@ -1,0 +1,101 @@
+//===- TileSelectionTest.cpp - tile table and heuristic -------------------===//
+
+#include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
+#include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::mlafp8;
+using llvm::StringRef;
+
+namespace {
+
+/// Every selection covers M = 1.. without gaps, ends unbounded, fits the LDS
+/// and never splits K.
+void expectWellFormed(const TileSelection &selection, StringRef chip,
+                      int64_t groupSize) {
+  std::optional<ChipFacts> facts = lookupChipFacts(chip);
+  ASSERT_TRUE(facts);
+  ASSERT_FALSE(selection.tiles.empty());
+  int64_t next = 1;
+  for (const TileConfig &tile : selection.tiles) {
+    EXPECT_EQ(tile.minM, next);
+    EXPECT_EQ(tile.splitK, 1);
+    EXPECT_LE(getTileLDSBytes(tile, groupSize), facts->ldsBytesPerWorkgroup);
+    int64_t dim = tile.mfma == MfmaShape::M16N16K32 ? 16 : 32;
+    EXPECT_EQ(tile.blockM % dim, 0);
+    EXPECT_EQ(tile.blockN % dim, 0);
+    EXPECT_EQ((tile.blockM / dim) * (tile.blockN / dim) % tile.waves, 0);
+    next = tile.maxM == 0 ? 0 : tile.maxM + 1;
+  }
+  EXPECT_EQ(next, 0) << "the last tile must be unbounded";
+}
+
+TEST(TileSelection, DeepSeekShapesComeFromTheTable) {
+  for (StringRef chip : {"gfx942", "gfx950"})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}}) {
+      auto selection = selectTiles(chip, n, k, 128);
+      ASSERT_TRUE(static_cast<bool>(selection))
+          << llvm::toString(selection.takeError());
+      EXPECT_EQ(selection->source, TileSource::Table);
+      expectWellFormed(*selection, chip, 128);
+    }
+}
+
+TEST(TileSelection, SmallMFillsTheChip) {
+  // DeepSeek-R1 TP8: B = 16. K-up at M = 1 must give at least one workgroup
+  // per CU.
+  for (StringRef chip : {"gfx942", "gfx950"}) {
+    auto selection = selectTiles(chip, 512, 128, 128);
+    ASSERT_TRUE(static_cast<bool>(selection));
+    const TileConfig *tile = findTileForM(selection->tiles, 1);
+    ASSERT_NE(tile, nullptr);
+    EXPECT_GE(countWorkgroups(*tile, 512, 1, 16),
+              lookupChipFacts(chip)->numCUs);
+    EXPECT_EQ(countWorkgroups(*tile, 512, 1, 16), 512);
+  }
+  // V-up: 8 N tiles x 16 heads; narrower than 16 is not possible.
+  auto vup = selectTiles("gfx942", 128, 512, 128);
+  ASSERT_TRUE(static_cast<bool>(vup));
+  EXPECT_EQ(countWorkgroups(*findTileForM(vup->tiles, 1), 128, 1, 16), 128);
+}
+
+TEST(TileSelection, EveryMHasATile) {
+  auto selection = selectTiles("gfx942", 512, 128, 128);
+  ASSERT_TRUE(static_cast<bool>(selection));
+  for (int64_t m : {1, 2, 16, 17, 64, 65, 1000, 1024, 1025, 100000})
+    EXPECT_NE(findTileForM(selection->tiles, m), nullptr) << m;
+  EXPECT_EQ(findTileForM(selection->tiles, 0), nullptr);
+  EXPECT_EQ(countWorkgroups(selection->tiles.front(), 512, 0, 16), 0);
+}
+
+TEST(TileSelection, HeuristicForOtherShapes) {
+  for (StringRef chip : {"gfx942", "gfx950"})
+    for (auto [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{384, 256, 128},
+                           {40, 200, 128},
+                           {4096, 7168, 128},
+                           {512, 128, 16},
+                           {128, 2048, 1024}}) {
+      auto selection = selectTiles(chip, n, k, g);
+      ASSERT_TRUE(static_cast<bool>(selection));
+      EXPECT_EQ(selection->source, TileSource::Heuristic);
+      expectWellFormed(*selection, chip, g);
+      if (g < 32) {
+        for (const TileConfig &tile : selection->tiles)
+          EXPECT_EQ(tile.mfma, MfmaShape::M32N32K16);
+      }
+    }
+}
+
+TEST(TileSelection, Errors) {
+  auto unknown = selectTiles("gfx90a", 512, 128, 128);
+  ASSERT_FALSE(static_cast<bool>(unknown));
+  EXPECT_EQ(llvm::toString(unknown.takeError()),
+            "unknown chip 'gfx90a'; supported chips: gfx942, gfx950");
+  auto group = selectTiles("gfx942", 512, 128, 8);
+  ASSERT_FALSE(static_cast<bool>(group));
+  EXPECT_NE(llvm::toString(group.takeError()).find("at least 16"),
+            std::string::npos);
+}
+
+} // namespace
