@@ -129,9 +129,9 @@ func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // CHECK-NOT: vector.maskedload
 // CHECK: gpu.barrier
 // CHECK: amdgpu.mfma 32x32x16
-// CHECK: %[[WM:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : vector<16xi32>
+// CHECK: %[[WM:.+]] = arith.cmpi sgt, %{{.+}}, %{{.+}} : vector<16xi32>
 // CHECK: vector.maskedload %{{.+}}[%{{.+}}], %[[WM]], %{{.+}} : memref<2147483647xi8, {{.*}}>, vector<16xi1>, vector<16xi8> into vector<16xi8>
-// CHECK: %[[XM:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : vector<8xi32>
+// CHECK: %[[XM:.+]] = arith.cmpi sgt, %{{.+}}, %{{.+}} : vector<8xi32>
 // CHECK: vector.maskedload %{{.+}}[%{{.+}}], %[[XM]], %{{.+}} : memref<2147483647xbf16, {{.*}}>, vector<8xi1>, vector<8xbf16> into vector<8xbf16>
 // CHECK: amdgpu.mfma 32x32x16
 // CHECK: %[[COL:.+]] = arith.cmpi ult, %{{.+}}, %c40 : index
