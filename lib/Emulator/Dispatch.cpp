@@ -292,7 +292,8 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
   const auto &ws = cfg.workgroupSize;
   uint32_t items = ws[0] * ws[1] * ws[2];
   unsigned numWaves = (items + 63) / 64;
-  std::fill(lds.begin(), lds.end(), 0);
+  uint8_t fillByte = cfg.poisonUndefined ? 0xff : 0;
+  std::fill(lds.begin(), lds.end(), fillByte);
   std::vector<WaveState> waves(numWaves);
   unsigned idDims = kd.getWorkitemIdVgprs();
   bool preload = cfg.preloadKernargs && kd.getKernargPreloadDwords() > 0;
@@ -302,7 +303,15 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
     w.workgroupId = wg;
     w.pc = k.entryAddress + (preload ? 256 : 0);
     w.privateSize = kd.privateSegmentFixedSize;
-    w.scratch.assign(size_t(w.privateSize) * 64, 0);
+    w.scratch.assign(size_t(w.privateSize) * 64, fillByte);
+    if (cfg.poisonUndefined) {
+      uint32_t poison = 0xffffffffu;
+      std::fill(w.vgpr.begin(), w.vgpr.end(), poison);
+      std::fill(w.agpr.begin(), w.agpr.end(), poison);
+      // s0..s101 and ttmps; VCC, M0, EXEC and flat_scratch stay zero.
+      std::fill(w.sgpr.begin(), w.sgpr.begin() + 102, poison);
+      std::fill(w.sgpr.begin() + 108, w.sgpr.begin() + 124, poison);
+    }
     // MODE from compute_pgm_rsrc1.
     uint32_t r1 = kd.computePgmRsrc1;
     w.mode = ((r1 >> 12) & 0xf) | (((r1 >> 16) & 0xf) << 4) |

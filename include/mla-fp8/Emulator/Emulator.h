@@ -114,6 +114,11 @@ struct DispatchConfig {
   /// and start at entry + 256 as the hardware does; otherwise start at the
   /// entry, whose first 256 bytes load the same SGPRs.
   bool preloadKernargs = true;
+  /// Fill what the hardware leaves undefined at wave start (VGPRs other than
+  /// the work-item ids, AGPRs, SGPRs the descriptor does not initialize, LDS,
+  /// scratch) with 0xff bytes instead of zeros, so that a kernel reading
+  /// uninitialized state produces NaNs / faults instead of plausible zeros.
+  bool poisonUndefined = true;
   /// Worker threads over workgroups (0 = hardware concurrency).
   unsigned threads = 1;
   /// Prints every instruction of wave `traceWave` of workgroup (0,0,0) with

@@ -136,3 +136,18 @@ TEST(Loader, StepLimitAndUnimplementedStop) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Loader, UndefinedStateIsPoisoned) {
+  // A kernel that uses an unwritten VGPR pair as an address faults instead of
+  // reading address 0 of some buffer.
+  DeviceMemory mem;
+  mem.allocate("low", 4096);
+  auto r = test::runAsm("global_load_dword v2, v[5:6], off\n", {}, &mem);
+  ASSERT_FALSE(bool(r));
+  std::string msg = llvm::toString(r.takeError());
+  EXPECT_NE(msg.find("0xffffffffffffffff"), std::string::npos) << msg;
+}
+
+} // namespace

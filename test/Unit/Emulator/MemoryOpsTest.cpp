@@ -216,6 +216,7 @@ TEST(MemoryOps, PermutesAndSwizzle) {
 TEST(MemoryOps, LdsAtomicsAndBarrierAcrossWaves) {
   // Four waves add into one LDS counter, barrier, then all read it.
   auto r = runAsm("v_mov_b32_e32 v1, 0\n v_mov_b32_e32 v2, 1\n"
+                  "ds_write_b32 v1, v1\n s_waitcnt lgkmcnt(0)\n s_barrier\n"
                   "ds_add_u32 v1, v2\n s_waitcnt lgkmcnt(0)\n s_barrier\n"
                   "ds_read_b32 v3, v1\n",
                   {}, nullptr, Chip::GFX942, 256, 16);

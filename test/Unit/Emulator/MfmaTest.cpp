@@ -141,6 +141,9 @@ TEST(Mfma, Cdna3Fp8TruncatesAlignedProducts) {
   auto r = runAsm("v_mfma_f32_16x16x32_fp8_fp8 v[32:35], v[0:1], v[2:3], 0\n"
                   "s_nop 7\n s_nop 7\n",
                   [&](WaveState &w) {
+                    for (unsigned l = 0; l < 64; ++l)
+                      for (unsigned q = 0; q < 4; ++q)
+                        w.v(q, l) = 0;
                     put8(w, 0, 16, 0, 0, encodeFP8(16.0f, fmt));
                     put8(w, 2, 16, 0, 0, encodeFP8(16.0f, fmt));
                     put8(w, 0, 16, 0, 2, 0x0c);

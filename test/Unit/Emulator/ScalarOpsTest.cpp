@@ -64,6 +64,7 @@ TEST(ScalarOps, ShiftsBitfieldsAndSelect) {
 TEST(ScalarOps, SaveExecAndBranches) {
   // Count down a loop with s_cbranch_scc1, then mask EXEC.
   WaveState w = run1("s_mov_b32 s0, 5\n s_mov_b32 s1, 0\n"
+                     "s_mov_b32 s6, 0\n s_mov_b32 s7, 0\n"
                      "L: s_add_u32 s1, s1, 3\n s_sub_u32 s0, s0, 1\n"
                      "s_cmp_lg_u32 s0, 0\n s_cbranch_scc1 L\n"
                      "s_mov_b64 s[2:3], 0xff\n"

@@ -225,7 +225,8 @@ TEST(VectorOps, SdwaSelects) {
 }
 
 TEST(VectorOps, CrossLane) {
-  WaveState w = run1("v_mul_u32_u24_e32 v1, 3, v0\n"
+  WaveState w = run1("v_mov_b32_e32 v2, 0\n"
+                     "v_mul_u32_u24_e32 v1, 3, v0\n"
                      "v_readlane_b32 s0, v1, 5\n"
                      "s_mov_b32 s1, 7\n"
                      "v_writelane_b32 v2, s1, 9\n"
