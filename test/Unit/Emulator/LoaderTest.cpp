@@ -144,7 +144,7 @@ TEST(Loader, UndefinedStateIsPoisoned) {
   // reading address 0 of some buffer.
   DeviceMemory mem;
   mem.allocate("low", 4096);
-  auto r = test::runAsm("global_load_dword v2, v[5:6], off\n", {}, &mem);
+  auto r = test::runAsm("global_load_dword v2, v[6:7], off\n", {}, &mem);
   ASSERT_FALSE(bool(r));
   std::string msg = llvm::toString(r.takeError());
   EXPECT_NE(msg.find("0xffffffffffffffff"), std::string::npos) << msg;
