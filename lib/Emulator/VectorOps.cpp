@@ -287,6 +287,28 @@ void registerVectorOps(OpTable &t) {
                        return Error::success();
                      },
                      InstClass::VALU};
+  // gfx950 v_permlane{16,32}_swap_b32 vdst, vsrc: odd rows of vdst trade
+  // places with even rows of vsrc (16), or rows 2-3 of vdst with rows 0-1 of
+  // vsrc (32); both registers change.
+  for (unsigned stride : {16u, 32u}) {
+    Handler h = stride == 16 ? Handler([](Ctx &c, const Inst &I) -> Error {
+      uint64_t e = c.w.getExec();
+      for (unsigned l = 0; l < 64; ++l)
+        if ((l & 16) && ((e >> l) & 1))
+          std::swap(c.vreg(I.ops[0], l), c.vreg(I.src(0), l - 16));
+      return Error::success();
+    })
+                             : Handler([](Ctx &c, const Inst &I) -> Error {
+                                 uint64_t e = c.w.getExec();
+                                 for (unsigned l = 32; l < 64; ++l)
+                                   if ((e >> l) & 1)
+                                     std::swap(c.vreg(I.ops[0], l),
+                                               c.vreg(I.src(0), l - 32));
+                                 return Error::success();
+                               });
+    t[stride == 16 ? "v_permlane16_swap_b32" : "v_permlane32_swap_b32"] = {
+        h, InstClass::VALU};
+  }
   t["v_mbcnt_lo_u32_b32"] = {
       [](Ctx &c, const Inst &I) -> Error {
         forEachLane(c, I, [&](const Lane &L) {

@@ -330,3 +330,29 @@ TEST(VectorOps, Gfx950Bitop3) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(VectorOps, Gfx950PermlaneSwaps) {
+  // permlane16_swap: odd rows of vdst <-> even rows of src; permlane32_swap:
+  // rows 2-3 of vdst <-> rows 0-1 of src.
+  auto r = runAsm("v_mov_b32_e32 v1, v0\n"
+                  "v_add_u32_e32 v2, 100, v0\n"
+                  "v_permlane16_swap_b32 v1, v2\n"
+                  "v_mov_b32_e32 v3, v0\n"
+                  "v_add_u32_e32 v4, 100, v0\n"
+                  "v_permlane32_swap_b32 v3, v4\n",
+                  {}, nullptr, Chip::GFX950);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  const WaveState &w = r->waves[0];
+  EXPECT_EQ(w.v(1, 3), 3u);    // row 0 of vdst kept
+  EXPECT_EQ(w.v(1, 19), 103u); // row 1 of vdst <- row 0 of src
+  EXPECT_EQ(w.v(2, 3), 19u);   // row 0 of src <- row 1 of vdst
+  EXPECT_EQ(w.v(2, 19), 119u); // row 1 of src kept
+  EXPECT_EQ(w.v(1, 50), 134u); // row 3 <- row 2 of src
+  EXPECT_EQ(w.v(3, 40), 108u); // lane 40 <- src lane 8
+  EXPECT_EQ(w.v(4, 8), 40u);
+  EXPECT_EQ(w.v(3, 8), 8u);
+}
+
+} // namespace
