@@ -39,9 +39,8 @@ static llvm::Error makeError(const llvm::Twine &message) {
 }
 
 std::string mlir::mlafp8::sha256Hex(llvm::StringRef data) {
-  std::array<uint8_t, 32> hash = llvm::SHA256::hash(
-      llvm::ArrayRef(reinterpret_cast<const uint8_t *>(data.data()),
-                     data.size()));
+  std::array<uint8_t, 32> hash = llvm::SHA256::hash(llvm::ArrayRef(
+      reinterpret_cast<const uint8_t *>(data.data()), data.size()));
   return llvm::toHex(hash, /*LowerCase=*/true);
 }
 
@@ -73,8 +72,7 @@ mlir::mlafp8::computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
                                   llvm::StringRef chip) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "fingerprint=" << getCompilerFingerprint() << "\nchip=" << chip
-     << "\n";
+  os << "fingerprint=" << getCompilerFingerprint() << "\nchip=" << chip << "\n";
   for (const KernelGroupSpec &g : groups)
     if (g.chip == chip)
       os << "group=" << g.getBaseName() << " n=" << g.shape.n
@@ -115,8 +113,9 @@ static llvm::Error writeFileAtomically(llvm::StringRef path,
 
 static llvm::json::Value tileToJSON(const TileConfig &t) {
   return llvm::json::Object{
-      {"min_m", t.minM},         {"max_m", t.maxM},   {"block_m", t.blockM},
-      {"block_n", t.blockN},     {"waves", t.waves},  {"mfma", stringifyMfmaShape(t.mfma)},
+      {"min_m", t.minM},         {"max_m", t.maxM},
+      {"block_m", t.blockM},     {"block_n", t.blockN},
+      {"waves", t.waves},        {"mfma", stringifyMfmaShape(t.mfma)},
       {"split_k", t.splitK},     {"stages", t.stages},
       {"occupancy", t.occupancy}};
 }
@@ -185,8 +184,7 @@ readCachedChipBundle(const std::vector<KernelGroupSpec> &groups,
     return std::nullopt;
   }
   const llvm::json::Object *root = json->getAsObject();
-  const llvm::json::Array *kernels =
-      root ? root->getArray("kernels") : nullptr;
+  const llvm::json::Array *kernels = root ? root->getArray("kernels") : nullptr;
   if (!kernels)
     return std::nullopt;
   ChipBundle bundle;
@@ -257,8 +255,8 @@ mlir::mlafp8::buildChipBundle(const std::vector<KernelGroupSpec> &groups,
   bundle.chip = chipName.str();
   bundle.cacheKey = key;
   llvm::LLVMContext llvmContext;
-  auto linked = std::make_unique<llvm::Module>("mla_fp8_" + bundle.chip,
-                                               llvmContext);
+  auto linked =
+      std::make_unique<llvm::Module>("mla_fp8_" + bundle.chip, llvmContext);
   llvm::Linker linker(*linked);
   for (const KernelGroupSpec &group : groups) {
     if (group.chip != chipName)
@@ -344,12 +342,11 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
           {"workgroup_size", llvm::json::Array{wgSize, 1, 1}},
           {"grid",
            llvm::json::Object{
-               {"x", llvm::divideCeil(g.shape.n, k.tile.blockN) *
-                         k.tile.splitK},
+               {"x",
+                llvm::divideCeil(g.shape.n, k.tile.blockN) * k.tile.splitK},
                {"y", llvm::formatv("ceil(M/{0})", k.tile.blockM).str()},
                {"z", "B"}}},
-          {"lds_bytes",
-           static_cast<int64_t>(k.metadata.groupSegmentFixedSize)},
+          {"lds_bytes", static_cast<int64_t>(k.metadata.groupSegmentFixedSize)},
           {"scratch_bytes",
            static_cast<int64_t>(k.metadata.privateSegmentFixedSize)},
           {"vgprs", k.metadata.vgprCount},
@@ -359,8 +356,7 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
           {"sgpr_spills", k.metadata.sgprSpillCount},
           {"instructions", k.stats.numInstructions},
           {"mfma_instructions", k.stats.numMfma},
-          {"kernarg_size",
-           static_cast<int64_t>(k.metadata.kernargSegmentSize)},
+          {"kernarg_size", static_cast<int64_t>(k.metadata.kernargSegmentSize)},
           {"kernarg_align",
            static_cast<int64_t>(k.metadata.kernargSegmentAlign)},
           {"args", std::move(args)}});
@@ -372,17 +368,16 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
         {"bytes", static_cast<int64_t>(chip.codeObject.size())},
         {"kernels", std::move(kernels)}});
   }
-  llvm::json::Object root{
-      {"schema_version", kManifestSchemaVersion},
-      {"compiler", "mla-fp8"},
-      {"compiler_version", getCompilerVersion()},
-      {"model", ks.model},
-      {"heads", ks.dims.heads},
-      {"kv_lora_rank", ks.dims.kvLoraRank},
-      {"qk_nope_head_dim", ks.dims.qkNopeHeadDim},
-      {"v_head_dim", ks.dims.vHeadDim},
-      {"max_m", ks.maxM},
-      {"chips", std::move(chipArray)}};
+  llvm::json::Object root{{"schema_version", kManifestSchemaVersion},
+                          {"compiler", "mla-fp8"},
+                          {"compiler_version", getCompilerVersion()},
+                          {"model", ks.model},
+                          {"heads", ks.dims.heads},
+                          {"kv_lora_rank", ks.dims.kvLoraRank},
+                          {"qk_nope_head_dim", ks.dims.qkNopeHeadDim},
+                          {"v_head_dim", ks.dims.vHeadDim},
+                          {"max_m", ks.maxM},
+                          {"chips", std::move(chipArray)}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
@@ -421,8 +416,8 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
           chip.chip, k.symbol, g.shape.name, g.shape.n, g.shape.k, g.groupSize,
           g.fp8Type, g.outType,
           g.weightScale == WeightScale::PerTensor ? "per_tensor" : "per_batch",
-          k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN,
-          k.tile.splitK, k.tile.waves * 64, k.metadata.groupSegmentFixedSize,
+          k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
+          k.tile.waves * 64, k.metadata.groupSegmentFixedSize,
           k.metadata.kernargSegmentSize);
       ++count;
     }
@@ -443,14 +438,17 @@ llvm::Error mlir::mlafp8::writeDirectoryAtomically(
     return makeError("cannot create output directory '" + parent +
                      "': " + ec.message());
   llvm::SmallString<256> staging;
-  std::string model = (parent + "/." + llvm::sys::path::filename(target) +
-                       ".tmp-%%%%%%")
-                          .str();
-  if (std::error_code ec =
-          llvm::sys::fs::createUniqueDirectory(model, staging))
+  std::string model =
+      (parent + "/." + llvm::sys::path::filename(target) + ".tmp-%%%%%%").str();
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(model, staging))
     return makeError("cannot write to output directory '" + parent +
                      "': " + ec.message());
   auto cleanup = [&] { llvm::sys::fs::remove_directories(staging); };
+  // Unique directories are created private; a bundle is as readable as any
+  // directory the user creates.
+  llvm::sys::fs::setPermissions(
+      staging, static_cast<llvm::sys::fs::perms>(llvm::sys::fs::all_all &
+                                                 ~llvm::sys::fs::getUmask()));
   for (const auto &[name, contents] : files) {
     llvm::SmallString<256> path(staging);
     llvm::sys::path::append(path, name);
@@ -506,8 +504,9 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
       chipNames.push_back(g.chip);
 
   initializeAMDGPUTarget();
-  unsigned jobs = options.jobs ? options.jobs
-                               : llvm::hardware_concurrency().compute_thread_count();
+  unsigned jobs = options.jobs
+                      ? options.jobs
+                      : llvm::hardware_concurrency().compute_thread_count();
   std::vector<std::optional<llvm::Expected<ChipBundle>>> results(
       chipNames.size());
   {

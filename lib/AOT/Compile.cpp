@@ -42,9 +42,9 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
   bmm.setTilesAttr(ArrayAttr::get(context, tileAttrs));
 
   PassManager pm(context);
-  MLAFP8PipelineOptions options;
+  MLAFP8ToHsacoPipelineOptions options;
   options.chip = spec.chip;
-  populateMLAFP8ToLLVMPipeline(pm, options);
+  populateMLAFP8ToROCDLPipeline(pm, options);
   if (failed(pm.run(module)))
     return makeError("lowering " + spec.getBaseName() + " failed:\n" +
                      diagnostics);
@@ -64,8 +64,7 @@ llvm::Expected<CompiledGroup>
 mlir::mlafp8::compileKernelGroup(const KernelGroupSpec &spec,
                                  llvm::LLVMContext &llvmContext) {
   DialectRegistry registry;
-  registerMLAFP8PipelineDialects(registry);
-  registerGPUModuleTranslations(registry);
+  registerMLAFP8PipelineDependencies(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
   std::string diagnostics;
   llvm::raw_string_ostream diagStream(diagnostics);

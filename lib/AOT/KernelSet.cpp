@@ -40,9 +40,9 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
     return makeError(
         llvm::formatv("--max-m must be at least 1, got {0}", options.maxM));
   if (options.groupSize < 1 || (options.groupSize & (options.groupSize - 1)))
-    return makeError(llvm::formatv(
-        "group size must be a positive power of two, got {0}",
-        options.groupSize));
+    return makeError(
+        llvm::formatv("group size must be a positive power of two, got {0}",
+                      options.groupSize));
   if (options.outType != "bf16" && options.outType != "f16")
     return makeError("output type must be bf16 or f16, got '" +
                      options.outType + "'");
@@ -69,15 +69,15 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
     batches.push_back(dims.heads / tp);
   }
   if (degrees.empty())
-    return makeError(llvm::formatv(
-        "no tensor-parallel degree divides the {0} heads of {1}", dims.heads,
-        options.model));
+    return makeError(
+        llvm::formatv("no tensor-parallel degree divides the {0} heads of {1}",
+                      dims.heads, options.model));
 
-  // K-up: q_nope (H, M, P) x W_UK (H, L, P); V-up: o (H, M, L) x W_UV (H, V, L).
+  // K-up: q_nope (H, M, P) x W_UK (H, L, P); V-up: o (H, M, L) x W_UV (H, V,
+  // L).
   ProjectionShape kUp{"k_up", dims.kvLoraRank, dims.qkNopeHeadDim, batches,
                       degrees};
-  ProjectionShape vUp{"v_up", dims.vHeadDim, dims.kvLoraRank, batches,
-                      degrees};
+  ProjectionShape vUp{"v_up", dims.vHeadDim, dims.kvLoraRank, batches, degrees};
 
   std::vector<KernelGroupSpec> groups;
   for (const std::string &chipName : options.chips) {
@@ -153,9 +153,9 @@ mlir::mlafp8::buildKernelGroupModule(MLIRContext &context,
   auto wsType = RankedTensorType::get({scales}, b.getF32Type());
   auto yType = RankedTensorType::get({dyn, dyn, spec.shape.n}, outType);
 
-  auto func = func::FuncOp::create(
-      b, loc, spec.getBaseName(),
-      b.getFunctionType({xType, wType, wsType}, {yType}));
+  auto func =
+      func::FuncOp::create(b, loc, spec.getBaseName(),
+                           b.getFunctionType({xType, wType, wsType}, {yType}));
   Block *body = func.addEntryBlock();
   b.setInsertionPointToEnd(body);
   auto bmm = PrequantBmmOp::create(

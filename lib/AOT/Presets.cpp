@@ -16,9 +16,7 @@ static const ModelPreset kPresets[] = {
     {"kimi-k2", {64, 512, 128, 128}},
 };
 
-llvm::ArrayRef<ModelPreset> mlir::mlafp8::getModelPresets() {
-  return kPresets;
-}
+llvm::ArrayRef<ModelPreset> mlir::mlafp8::getModelPresets() { return kPresets; }
 
 const ModelPreset *mlir::mlafp8::lookupModelPreset(llvm::StringRef name) {
   const ModelPreset *it = llvm::find_if(

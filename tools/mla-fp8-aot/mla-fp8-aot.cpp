@@ -32,15 +32,17 @@ static cl::opt<std::string>
               cl::desc("Model preset: deepseek-v2-lite, deepseek-v2, "
                        "deepseek-v3, deepseek-r1, kimi-k2"),
               cl::init("deepseek-r1"), cl::cat(category));
-static cl::opt<int64_t> heads("heads",
-                              cl::desc("Attention heads (overrides the preset)"),
-                              cl::init(0), cl::cat(category));
 static cl::opt<int64_t>
-    kvLoraRank("kv-lora-rank", cl::desc("kv_lora_rank L (overrides the preset)"),
-               cl::init(0), cl::cat(category));
-static cl::opt<int64_t> qkNopeHeadDim(
-    "qk-nope-head-dim", cl::desc("qk_nope_head_dim P (overrides the preset)"),
-    cl::init(0), cl::cat(category));
+    heads("heads", cl::desc("Attention heads (overrides the preset)"),
+          cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    kvLoraRank("kv-lora-rank",
+               cl::desc("kv_lora_rank L (overrides the preset)"), cl::init(0),
+               cl::cat(category));
+static cl::opt<int64_t>
+    qkNopeHeadDim("qk-nope-head-dim",
+                  cl::desc("qk_nope_head_dim P (overrides the preset)"),
+                  cl::init(0), cl::cat(category));
 static cl::opt<int64_t>
     vHeadDim("v-head-dim", cl::desc("v_head_dim V (overrides the preset)"),
              cl::init(0), cl::cat(category));
@@ -61,9 +63,9 @@ static cl::opt<std::string>
     weightScale("weight-scale",
                 cl::desc("Weight descale: per-tensor (default) or per-batch"),
                 cl::init("per-tensor"), cl::cat(category));
-static cl::opt<std::string> outType("out-type",
-                                    cl::desc("Output type: bf16 (default), f16"),
-                                    cl::init("bf16"), cl::cat(category));
+static cl::opt<std::string>
+    outType("out-type", cl::desc("Output type: bf16 (default), f16"),
+            cl::init("bf16"), cl::cat(category));
 static cl::opt<std::string> outputDir("output",
                                       cl::desc("Bundle directory to write"),
                                       cl::init("mla-fp8-bundle"),
@@ -83,8 +85,9 @@ static cl::opt<std::string>
              cl::desc("Compilation cache (default $XDG_CACHE_HOME/mla-fp8 or "
                       "~/.cache/mla-fp8)"),
              cl::cat(category));
-static cl::opt<bool> noCache("no-cache", cl::desc("Neither read nor fill the "
-                                                  "cache"),
+static cl::opt<bool> noCache("no-cache",
+                             cl::desc("Neither read nor fill the "
+                                      "cache"),
                              cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::cat(category));
@@ -122,7 +125,8 @@ static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
       return llvm::Error::success();
     if (flag < 1)
       return llvm::createStringError(
-          llvm::formatv("--{0} must be at least 1, got {1}", name, flag.getValue())
+          llvm::formatv("--{0} must be at least 1, got {1}", name,
+                        flag.getValue())
               .str());
     field = flag;
     custom = true;
@@ -163,21 +167,28 @@ static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
   return options;
 }
 
-/// Fails early, before any compilation, when the bundle could not be written.
+/// Fails early, before any compilation, when the bundle could not be written:
+/// the nearest existing ancestor of the output directory must accept a new
+/// directory (tried for real, so that permissions, read-only file systems and
+/// paths through files are all caught).
 static llvm::Error checkOutputWritable(llvm::StringRef dir) {
-  llvm::SmallString<256> parent(llvm::sys::path::parent_path(dir));
-  if (parent.empty())
-    parent = ".";
   if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir))
     return llvm::createStringError("output path '" + dir.str() +
                                    "' exists and is not a directory");
-  // Find the nearest existing ancestor: it must accept new entries.
-  while (!llvm::sys::fs::exists(parent) && llvm::sys::path::has_parent_path(parent))
-    parent = llvm::sys::path::parent_path(parent);
-  if (llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
+  llvm::SmallString<256> ancestor(llvm::sys::path::parent_path(dir));
+  if (ancestor.empty())
+    ancestor = ".";
+  while (!llvm::sys::fs::exists(ancestor) &&
+         llvm::sys::path::has_parent_path(ancestor))
+    ancestor = llvm::sys::path::parent_path(ancestor);
+  llvm::SmallString<256> probe(ancestor), created;
+  llvm::sys::path::append(probe, ".mla-fp8-probe-%%%%%%");
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(probe, created))
     return llvm::createStringError("output directory '" + dir.str() +
-                                   "' is not writable (no write access to '" +
-                                   parent.str() + "')");
+                                   "' is not writable: cannot create entries "
+                                   "in '" +
+                                   ancestor.str() + "': " + ec.message());
+  llvm::sys::fs::remove(created);
   return llvm::Error::success();
 }
 
@@ -234,8 +245,8 @@ int main(int argc, char **argv) {
   options.outputDir = outputDir;
   options.jobs = jobs;
   if (!noCache)
-    options.cacheDir = cacheDir.getNumOccurrences() ? cacheDir.getValue()
-                                                    : defaultCacheDir();
+    options.cacheDir =
+        cacheDir.getNumOccurrences() ? cacheDir.getValue() : defaultCacheDir();
   bool terminal = llvm::sys::Process::StandardErrIsDisplayed();
   if (!quiet)
     options.onChipDone = [&](llvm::StringRef chip, unsigned done,
@@ -252,15 +263,15 @@ int main(int argc, char **argv) {
   llvm::Expected<BundleResult> result = generateBundle(options);
   if (!result)
     return fail(llvm::toString(result.takeError()));
-  double seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (quiet)
     return 0;
 
-  llvm::outs() << llvm::formatv("{0,-8} {1,8} {2,9} {3,9} {4,9} {5,10} {6,10}  {7}\n",
-                                "chip", "kernels", "max VGPR", "max AGPR",
-                                "max SGPR", "max LDS", "bytes", "source");
+  llvm::outs() << llvm::formatv(
+      "{0,-8} {1,8} {2,9} {3,9} {4,9} {5,10} {6,10}  {7}\n", "chip", "kernels",
+      "max VGPR", "max AGPR", "max SGPR", "max LDS", "bytes", "source");
   for (const ChipBundle &chip : result->chips) {
     unsigned vgpr = 0, agpr = 0, sgpr = 0;
     uint64_t lds = 0;
@@ -276,7 +287,7 @@ int main(int argc, char **argv) {
         chip.fromCache ? "cache" : "compiled");
   }
   llvm::outs() << llvm::formatv("wrote {0} bytes to {1} in {2:f2} s\n",
-                                result->bytesWritten, outputDir.getValue(),
+                                result->bytesWritten, options.outputDir,
                                 seconds);
   return 0;
 }

@@ -99,10 +99,9 @@ std::string renderHeader(const std::vector<ChipBundle> &chips);
 
 /// Writes `files` (name, contents) as the directory `dir`: into a fresh
 /// sibling directory first, which then replaces `dir` by rename.
-llvm::Error
-writeDirectoryAtomically(llvm::StringRef dir,
-                         const std::vector<std::pair<std::string, std::string>>
-                             &files);
+llvm::Error writeDirectoryAtomically(
+    llvm::StringRef dir,
+    const std::vector<std::pair<std::string, std::string>> &files);
 
 /// SHA-256 of `data` as lower-case hex.
 std::string sha256Hex(llvm::StringRef data);

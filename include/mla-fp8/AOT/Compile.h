@@ -28,8 +28,8 @@ struct CompiledGroup {
 /// Runs the mlafp8 lowering on the group's module and translates the
 /// resulting gpu.module to LLVM IR in `llvmContext`. Diagnostics are returned
 /// in the error.
-llvm::Expected<CompiledGroup> compileKernelGroup(const KernelGroupSpec &spec,
-                                                 llvm::LLVMContext &llvmContext);
+llvm::Expected<CompiledGroup>
+compileKernelGroup(const KernelGroupSpec &spec, llvm::LLVMContext &llvmContext);
 
 /// A code object of one group, with its ISA text and metadata: what an
 /// embedder compiling a single spec asks for.
@@ -39,8 +39,9 @@ struct CompiledCodeObject {
   CodeObjectMetadata metadata;
   std::vector<std::pair<std::string, TileConfig>> kernels;
 };
-llvm::Expected<CompiledCodeObject> compileKernelGroupToCodeObject(
-    const KernelGroupSpec &spec, bool withIsa = true);
+llvm::Expected<CompiledCodeObject>
+compileKernelGroupToCodeObject(const KernelGroupSpec &spec,
+                               bool withIsa = true);
 
 } // namespace mlir::mlafp8
 

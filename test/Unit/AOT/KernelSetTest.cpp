@@ -1,7 +1,7 @@
 //===- KernelSetTest.cpp - presets, kernel sets and cache keys ------------===//
 
-#include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/KernelSet.h"
+#include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/Presets.h"
 
 #include "llvm/Support/Error.h"

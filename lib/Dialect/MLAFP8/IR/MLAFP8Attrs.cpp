@@ -80,6 +80,7 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (stages < 1 || stages > 4)
     return emitError() << "stages must be between 1 and 4, got " << stages;
   if (occupancy < 1 || occupancy > 8)
-    return emitError() << "occupancy must be between 1 and 8, got " << occupancy;
+    return emitError() << "occupancy must be between 1 and 8, got "
+                       << occupancy;
   return success();
 }

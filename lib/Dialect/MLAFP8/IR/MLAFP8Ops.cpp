@@ -19,7 +19,8 @@ FailureOr<double> mlir::mlafp8::getFP8MaxFinite(Type type) {
   return failure();
 }
 
-/// Whether two dimension sizes may describe the same extent (dynamic matches all).
+/// Whether two dimension sizes may describe the same extent (dynamic matches
+/// all).
 static bool dimsAgree(int64_t a, int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
 }
@@ -38,17 +39,17 @@ static LogicalResult verifyGroupSize(Operation *op, int64_t groupSize) {
 static LogicalResult verifyRank3(Operation *op, StringRef name,
                                  RankedTensorType type) {
   if (type.getRank() != 3)
-    return op->emitOpError() << name << " must be a rank-3 tensor, got "
-                             << type;
+    return op->emitOpError()
+           << name << " must be a rank-3 tensor, got " << type;
   return success();
 }
 
 static LogicalResult verifyActivationType(Operation *op, StringRef name,
                                           RankedTensorType type) {
   if (!type.getElementType().isBF16() && !type.getElementType().isF16())
-    return op->emitOpError() << name
-                             << " element type must be bf16 or f16, got "
-                             << type.getElementType();
+    return op->emitOpError()
+           << name << " element type must be bf16 or f16, got "
+           << type.getElementType();
   return success();
 }
 
@@ -77,9 +78,9 @@ static LogicalResult verifyScales(Operation *op, RankedTensorType xType,
   for (int i = 0; i < 3; ++i) {
     int64_t expected = i < 2 ? xType.getDimSize(i) : groups;
     if (!dimsAgree(scalesType.getDimSize(i), expected))
-      return op->emitOpError() << "scales dimension " << i << " must be "
-                               << dimToString(expected) << ", got "
-                               << scalesType.getDimSize(i);
+      return op->emitOpError()
+             << "scales dimension " << i << " must be " << dimToString(expected)
+             << ", got " << scalesType.getDimSize(i);
   }
   return success();
 }
@@ -118,10 +119,9 @@ static LogicalResult verifyBmm(Operation *op, const BmmOperands &ops) {
     return op->emitOpError() << "x reduction dimension must be " << k
                              << " (K of w), got " << ops.x.getDimSize(2);
   if (!dimsAgree(xBatch, batch))
-    return op->emitOpError()
-           << "x batch dimension " << dimToString(xBatch)
-           << " does not match the batch dimension of w, "
-           << dimToString(batch);
+    return op->emitOpError() << "x batch dimension " << dimToString(xBatch)
+                             << " does not match the batch dimension of w, "
+                             << dimToString(batch);
   if (ShapedType::isDynamic(batch))
     batch = xBatch;
 
@@ -145,16 +145,16 @@ static LogicalResult verifyBmm(Operation *op, const BmmOperands &ops) {
   int64_t yBatch = ops.y.getDimSize(yTokenMajor ? 1 : 0);
   int64_t yM = ops.y.getDimSize(yTokenMajor ? 0 : 1);
   if (!dimsAgree(yBatch, batch))
-    return op->emitOpError() << "y batch dimension must be "
-                             << dimToString(batch) << ", got "
-                             << dimToString(yBatch);
+    return op->emitOpError()
+           << "y batch dimension must be " << dimToString(batch) << ", got "
+           << dimToString(yBatch);
   if (!dimsAgree(yM, m))
     return op->emitOpError() << "y token dimension must be " << dimToString(m)
                              << " (M of x), got " << dimToString(yM);
   if (ops.y.getDimSize(2) != n)
-    return op->emitOpError() << "y last dimension must be " << n
-                             << " (N of w), got "
-                             << dimToString(ops.y.getDimSize(2));
+    return op->emitOpError()
+           << "y last dimension must be " << n << " (N of w), got "
+           << dimToString(ops.y.getDimSize(2));
 
   if (ops.bias) {
     if (ops.bias.getRank() != 2)
@@ -165,9 +165,8 @@ static LogicalResult verifyBmm(Operation *op, const BmmOperands &ops) {
                                << "), got " << ops.bias.getElementType();
     if (!dimsAgree(ops.bias.getDimSize(0), batch) ||
         ops.bias.getDimSize(1) != n)
-      return op->emitOpError()
-             << "bias must be (" << dimToString(batch) << ", " << n
-             << "), got " << ops.bias;
+      return op->emitOpError() << "bias must be (" << dimToString(batch) << ", "
+                               << n << "), got " << ops.bias;
   }
   return success();
 }
