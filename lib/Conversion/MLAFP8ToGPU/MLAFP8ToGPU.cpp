@@ -189,8 +189,12 @@ private:
 
   /// One K-group starting at column `k0`: loads W, quantizes X into LDS, runs
   /// the MFMAs and returns the updated accumulators.
-  SmallVector<Value> emitGroup(Value k0, bool partial, ValueRange accs);
-  void quantizeRows(Value k0, bool partial);
+  SmallVector<Value> emitGroup(ValueRange loads, ValueRange accs);
+  /// The global loads of one K-group starting at column `k0`: the W units
+  /// ([N tile][unit]) followed by the raw X chunks ([pass][chunk]). Issued
+  /// one group ahead when the tile has stages > 1.
+  SmallVector<Value> loadGroup(Value k0, bool partial);
+  void quantizeRows(ValueRange xChunks);
   void emitEpilogue(ValueRange accs);
 
   ImplicitLocOpBuilder &b;
@@ -250,37 +254,22 @@ Value KernelEmitter::concat(Value x, Value y) {
 /// 8 columns are spread over `lanesPerRow` adjacent lanes, which reduce the
 /// row's amax with xor shuffles; every lane then scales, clamps and converts
 /// its own chunks and stores them where the MFMA A operand reads them.
-void KernelEmitter::quantizeRows(Value k0, bool partial) {
+void KernelEmitter::quantizeRows(ValueRange xChunks) {
   Type f32Type = b.getF32Type();
   Type i8Type = b.getI8Type();
   auto fp8x4 = VectorType::get({4}, p.wType);
   Value laneInRow = rem(tid, p.lanesPerRow);
   Value rowInPass = div(tid, p.lanesPerRow);
-  Value lastRow = arith::SubIOp::create(b, m, cst(1));
   float invFmax = 1.0f / p.fmax;
 
   for (int64_t pass = 0; pass < p.passes; ++pass) {
     Value row = add(rowInPass, pass * p.rowsPerPass);
-    // Rows past M read row M - 1 (always valid: a workgroup exists only for
-    // m0 < M); their results are never stored.
-    Value globalRow = minIdx(add(m0, row), lastRow);
-    Value rowOffset = add(add(mul(batch, xStrideB), mul(globalRow, xStrideM)), k0);
-
     SmallVector<Value> chunks;
     Value amax = f32(0.0f);
     for (int64_t c = 0; c < p.chunksPerLane; ++c) {
-      Value chunk = add(laneInRow, c * p.lanesPerRow);
-      Value column = mul(chunk, 8);
-      Value valid;
-      if (partial) {
-        // Columns past K read as zero: max(0, min(8, tail - column)).
-        Value left = arith::SubIOp::create(b, cst(p.tailColumns), column);
-        left = arith::MaxSIOp::create(b, left, cst(0));
-        valid = arith::MinSIOp::create(b, left, cst(8));
-      }
-      Value v = loadVector(x, add(rowOffset, column), 8, p.xType, p.xAlign, valid);
       auto f32x8 = VectorType::get({8}, f32Type);
-      v = arith::ExtFOp::create(b, f32x8, v);
+      Value v = arith::ExtFOp::create(
+          b, f32x8, xChunks[pass * p.chunksPerLane + c]);
       chunks.push_back(v);
       // |v| by clearing the sign bits.
       auto i32x8 = VectorType::get({8}, b.getI32Type());
@@ -358,17 +347,13 @@ void KernelEmitter::quantizeRows(Value k0, bool partial) {
   }
 }
 
-SmallVector<Value> KernelEmitter::emitGroup(Value k0, bool partial,
-                                            ValueRange accs) {
+SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
   Type i8Type = b.getI8Type();
-  auto unitI8 = VectorType::get({p.unitBytes}, i8Type);
-  auto unitFp8 = VectorType::get({p.unitBytes}, p.wType);
   Value laneGroup = div(lane, p.dim);
   Value laneInGroup = rem(lane, p.dim);
-
-  // W first, so that its latency overlaps the quantization: one unit per lane
-  // per (N tile, unit) holds the B operands of `stepsPerUnit` MFMAs.
-  SmallVector<SmallVector<Value>> wUnits(p.ntPerWave);
+  SmallVector<Value> loads;
+  // W: one unit per lane per (N tile, unit) holds the B operands of
+  // `stepsPerUnit` MFMAs.
   for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
     Value column = add(add(n0, mul(waveN, p.waveCols)),
                        add(laneInGroup, nt * p.dim));
@@ -384,13 +369,49 @@ SmallVector<Value> KernelEmitter::emitGroup(Value k0, bool partial,
         left = arith::MaxSIOp::create(b, left, cst(0));
         valid = arith::MinSIOp::create(b, left, cst(p.unitBytes));
       }
-      Value bytes = loadVector(w, add(add(rowStart, k0), kInGroup), p.unitBytes,
-                               i8Type, p.wAlign, valid);
-      wUnits[nt].push_back(vector::BitCastOp::create(b, unitFp8, bytes));
+      loads.push_back(loadVector(w, add(add(rowStart, k0), kInGroup),
+                                 p.unitBytes, i8Type, p.wAlign, valid));
     }
   }
+  // X: `lanesPerRow` adjacent lanes share a row, 8 columns per chunk. Rows
+  // past M read row M - 1 (always valid: a workgroup exists only for m0 < M);
+  // their results are never stored.
+  Value laneInRow = rem(tid, p.lanesPerRow);
+  Value rowInPass = div(tid, p.lanesPerRow);
+  Value lastRow = arith::SubIOp::create(b, m, cst(1));
+  for (int64_t pass = 0; pass < p.passes; ++pass) {
+    Value row = add(rowInPass, pass * p.rowsPerPass);
+    Value globalRow = minIdx(add(m0, row), lastRow);
+    Value rowOffset =
+        add(add(mul(batch, xStrideB), mul(globalRow, xStrideM)), k0);
+    for (int64_t c = 0; c < p.chunksPerLane; ++c) {
+      Value column = mul(add(laneInRow, c * p.lanesPerRow), 8);
+      Value valid;
+      if (partial) {
+        // Columns past K read as zero: max(0, min(8, tail - column)).
+        Value left = arith::SubIOp::create(b, cst(p.tailColumns), column);
+        left = arith::MaxSIOp::create(b, left, cst(0));
+        valid = arith::MinSIOp::create(b, left, cst(8));
+      }
+      loads.push_back(loadVector(x, add(rowOffset, column), 8, p.xType,
+                                 p.xAlign, valid));
+    }
+  }
+  return loads;
+}
 
-  quantizeRows(k0, partial);
+SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads,
+                                            ValueRange accs) {
+  Type i8Type = b.getI8Type();
+  auto unitI8 = VectorType::get({p.unitBytes}, i8Type);
+  auto unitFp8 = VectorType::get({p.unitBytes}, p.wType);
+  SmallVector<SmallVector<Value>> wUnits(p.ntPerWave);
+  for (int64_t nt = 0; nt < p.ntPerWave; ++nt)
+    for (int64_t u = 0; u < p.unitsPerGroup; ++u)
+      wUnits[nt].push_back(vector::BitCastOp::create(
+          b, unitFp8, loads[nt * p.unitsPerGroup + u]));
+
+  quantizeRows(loads.drop_front(p.ntPerWave * p.unitsPerGroup));
   gpu::BarrierOp::create(b);
 
   auto accElems = VectorType::get({p.dim == 16 ? 4 : 16}, b.getF32Type());
@@ -523,24 +544,47 @@ void KernelEmitter::emit(gpu::GPUFuncOp func) {
   SmallVector<Value> accs(p.mtPerWave * p.ntPerWave, zero);
 
   if (p.fullGroups == 1) {
-    accs = emitGroup(cst(0), /*partial=*/false, accs);
+    accs = emitGroup(loadGroup(cst(0), /*partial=*/false), accs);
   } else if (p.fullGroups > 1) {
+    // With stages > 1 the loads of group g + 1 are issued before group g is
+    // computed (clamped to the last full group, which the last iteration
+    // loads again: in bounds and unused).
+    bool prefetch = p.tile.stages > 1;
+    SmallVector<Value> init(accs);
+    if (prefetch) {
+      SmallVector<Value> first = loadGroup(cst(0), /*partial=*/false);
+      init.append(first);
+    }
+    int64_t lastK0 = (p.fullGroups - 1) * p.groupSize;
     auto loop = scf::ForOp::create(b, cst(0), cst(p.fullGroups * p.groupSize),
-                                   cst(p.groupSize), accs);
+                                   cst(p.groupSize), init);
     {
       OpBuilder::InsertionGuard guard(b);
       Block *body = loop.getBody();
       if (!body->empty() && body->mightHaveTerminator())
         body->getTerminator()->erase();
       b.setInsertionPointToEnd(body);
-      SmallVector<Value> next = emitGroup(
-          loop.getInductionVar(), /*partial=*/false, loop.getRegionIterArgs());
-      scf::YieldOp::create(b, next);
+      ValueRange iterArgs = loop.getRegionIterArgs();
+      ValueRange current = iterArgs.take_front(accs.size());
+      SmallVector<Value> next;
+      SmallVector<Value> loads;
+      if (prefetch) {
+        Value nextK0 = minIdx(add(loop.getInductionVar(), p.groupSize),
+                              cst(lastK0));
+        next = loadGroup(nextK0, /*partial=*/false);
+        loads.assign(iterArgs.begin() + accs.size(), iterArgs.end());
+      } else {
+        loads = loadGroup(loop.getInductionVar(), /*partial=*/false);
+      }
+      SmallVector<Value> yielded = emitGroup(loads, current);
+      yielded.append(next);
+      scf::YieldOp::create(b, yielded);
     }
-    accs = SmallVector<Value>(loop.getResults());
+    accs = SmallVector<Value>(loop.getResults().take_front(accs.size()));
   }
   if (p.tailColumns != 0)
-    accs = emitGroup(cst(p.fullGroups * p.groupSize), /*partial=*/true, accs);
+    accs = emitGroup(
+        loadGroup(cst(p.fullGroups * p.groupSize), /*partial=*/true), accs);
   emitEpilogue(accs);
   gpu::ReturnOp::create(b);
 }

@@ -16,12 +16,14 @@
 // CHECK-SAME: workgroup(%[[LDSA:.+]] : memref<2048xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 64, 1, 1>}
 // W: 16-byte loads straight into MFMA B operands (two units per lane).
+// All global loads of the group are issued first.
 // CHECK: %[[W0:.+]] = vector.load %[[W]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<16xi8>
-// CHECK: %[[B0:.+]] = vector.bitcast %[[W0]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // CHECK: %[[W1:.+]] = vector.load %[[W]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<16xi8>
+// CHECK: %[[XV:.+]] = vector.load %[[X]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<8xbf16>
+// CHECK-COUNT-3: vector.load %[[X]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<8xbf16>
+// CHECK: %[[B0:.+]] = vector.bitcast %[[W0]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // CHECK: %[[B1:.+]] = vector.bitcast %[[W1]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // Quantization: 8 bf16 per lane, |x| max, then across the 16 lanes of a row.
-// CHECK: %[[XV:.+]] = vector.load %[[X]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<8xbf16>
 // CHECK: %[[XF:.+]] = arith.extf %[[XV]] : vector<8xbf16> to vector<8xf32>
 // CHECK: arith.andi
 // CHECK: vector.reduction <maxnumf>
@@ -143,4 +145,29 @@ func.func @tail(%x: tensor<2x?x200xbf16>, %w: tensor<2x40x200xf8E4M3FNUZ>,
       stages = 1, occupancy = 2>]} : tensor<2x?x200xbf16>,
       tensor<2x40x200xf8E4M3FNUZ>, tensor<1xf32> -> tensor<2x?x40xbf16>
   return %y : tensor<2x?x40xbf16>
+}
+
+// -----
+
+// stages = 2: the loads of the first group are issued before the loop, and
+// each iteration loads group g + 1 (clamped to the last group) before it
+// computes group g from the loads carried in iter_args.
+// CHECK-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_inf
+// CHECK: %[[PW:.+]] = vector.load %{{.+}} : memref<2147483647xi8, {{.*}}>, vector<16xi8>
+// CHECK: %[[PX:.+]] = vector.load %{{.+}} : memref<2147483647xbf16, {{.*}}>, vector<8xbf16>
+// CHECK: scf.for %[[K0:.+]] = %c0 to %c512 step %c128 iter_args(%{{.+}} = %{{.+}}, %[[CW:.+]] = %[[PW]], %{{.+}} = %{{.+}}, %[[CX:.+]] = %[[PX]], {{.*}}) -> (vector<4xf32>, vector<16xi8>, vector<16xi8>, vector<8xbf16>
+// CHECK: %[[NEXT:.+]] = arith.addi %[[K0]], %c128 : index
+// CHECK: arith.minui %[[NEXT]], %c384 : index
+// CHECK: vector.load
+// CHECK: vector.bitcast %[[CW]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
+// CHECK: arith.extf %[[CX]] : vector<8xbf16> to vector<8xf32>
+// CHECK: amdgpu.mfma 16x16x32
+// CHECK: scf.yield
+func.func @prefetch(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
+                    %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+      block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 1,
+      stages = 2, occupancy = 2>]} : tensor<16x?x512xbf16>,
+      tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
+  return %y : tensor<16x?x128xbf16>
 }

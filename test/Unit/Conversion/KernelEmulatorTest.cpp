@@ -43,12 +43,13 @@ struct Case {
 
 std::string printTile(const TileConfig &t) {
   std::string mfma = t.mfma == MfmaShape::M16N16K32 ? "m16n16k32" : "m32n32k16";
+  std::string stages = std::to_string(t.stages);
   return "#mlafp8.tile<min_m = " + std::to_string(t.minM) +
          ", max_m = " + std::to_string(t.maxM) +
          ", block_m = " + std::to_string(t.blockM) +
          ", block_n = " + std::to_string(t.blockN) +
          ", waves = " + std::to_string(t.waves) + ", mfma = " + mfma +
-         ", split_k = 1, stages = 1, occupancy = 2>";
+         ", split_k = 1, stages = " + stages + ", occupancy = 2>";
 }
 
 /// The MLIR source of one prequant_bmm for `c`.
@@ -322,6 +323,18 @@ TEST(KernelEmulator, PartialLastGroupAndNTail) {
   runCase(c);
   c.chip = "gfx950";
   c.bias = true;
+  runCase(c);
+}
+
+TEST(KernelEmulator, PrefetchWithPartialLastGroup) {
+  // Three full groups with the next group's loads in flight (stages = 2),
+  // then a 72-column tail.
+  Case c;
+  c.N = 96;
+  c.K = 456;
+  c.ms = {2, 40};
+  c.tiles = {{1, 16, 16, 32, 2, MfmaShape::M16N16K32, 1, 2},
+             {17, 0, 64, 64, 4, MfmaShape::M32N32K16, 1, 2}};
   runCase(c);
 }
 

@@ -50,6 +50,7 @@ static constexpr int64_t kAssumedBatch = 16;
 /// top of the range, the 32x32x16 MFMA for large blocks, and a block that
 /// fits the chip's LDS.
 static TileConfig pickTile(const ChipFacts &chip, int64_t n, int64_t groupSize,
+                           int64_t numGroups,
                            int64_t minM, int64_t maxM, int64_t blockM) {
   int64_t topM = maxM == 0 ? 1024 : maxM;
   // 16x16x32 needs groups of at least 32 columns; 32x32x16 needs 16.
@@ -74,7 +75,9 @@ static TileConfig pickTile(const ChipFacts &chip, int64_t n, int64_t groupSize,
     }
   }
   int64_t waves = std::min<int64_t>(4, blockN / dim);
-  return {minM, maxM, blockM, blockN, waves, mfma};
+  // Prefetch the next K-group when there is one.
+  int64_t stages = numGroups > 1 ? 2 : 1;
+  return {minM, maxM, blockM, blockN, waves, mfma, /*splitK=*/1, stages};
 }
 
 llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
@@ -108,6 +111,7 @@ llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
   TileSelection selection{{}, TileSource::Heuristic};
   for (const Range &range : ranges)
     selection.tiles.push_back(
-        pickTile(*chip, n, groupSize, range.minM, range.maxM, range.blockM));
+        pickTile(*chip, n, groupSize, llvm::divideCeil(k, groupSize),
+                 range.minM, range.maxM, range.blockM));
   return selection;
 }

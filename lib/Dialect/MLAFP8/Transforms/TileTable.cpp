@@ -17,6 +17,12 @@
 // Waves split the N side of the tile first (one W slice each, no W sharing
 // through LDS needed); the remaining waves split M.
 //
+// V-up has four K-groups per row: its tiles use stages = 2, so the global loads
+// of group g + 1 (W fragments and X rows) are in flight while group g is
+// quantized and multiplied; the serial chain of a workgroup then pays the
+// global-memory latency about once instead of once per group. K-up has one
+// group, where stages changes nothing.
+//
 //===----------------------------------------------------------------------===//
 
 #include "TileTable.h"
@@ -55,19 +61,19 @@ static const TileConfig gfx942VUp[] = {
     // not full (128 of 304 CUs), but the only way to go further is split-K
     // over the 4 groups, which needs fp32 atomics (see the header); each
     // workgroup's chain is short (4 groups x 4 MFMAs).
-    {1, 16, 16, 16, 1, k16},
+    {1, 16, 16, 16, 1, k16, 1, 2},
     // 32 rows per tile: W fragments reused twice; 128 workgroups.
-    {17, 32, 32, 16, 1, k16},
+    {17, 32, 32, 16, 1, k16, 1, 2},
     // 256 workgroups at M = 64 (2 M tiles).
-    {33, 64, 32, 16, 1, k16},
+    {33, 64, 32, 16, 1, k16, 1, 2},
     // 32x32, two waves: 256 workgroups at M = 128.
-    {65, 128, 32, 32, 2, k16},
+    {65, 128, 32, 32, 2, k16, 1, 2},
     // 64x32: each wave 64x16, 256 workgroups at M = 256.
-    {129, 256, 64, 32, 2, k16},
+    {129, 256, 64, 32, 2, k16, 1, 2},
     // 64x64, four waves: 256 workgroups at M = 512.
-    {257, 512, 64, 64, 4, k16},
+    {257, 512, 64, 64, 4, k16, 1, 2},
     // 32x32x16, 128x64 tiles, each wave 64x32: 256 workgroups at M = 1024.
-    {513, 0, 128, 64, 4, k32},
+    {513, 0, 128, 64, 4, k32, 1, 2},
 };
 
 // gfx950 (MI355X: 256 CUs, 160 KiB LDS), K-up. Same reasoning as gfx942 with
@@ -92,19 +98,19 @@ static const TileConfig gfx950KUp[] = {
 // gfx950, V-up.
 static const TileConfig gfx950VUp[] = {
     // 128 workgroups at M = 1 (half the chip; split-K would need atomics).
-    {1, 16, 16, 16, 1, k16},
+    {1, 16, 16, 16, 1, k16, 1, 2},
     // 128 workgroups, W fragments reused twice.
-    {17, 32, 32, 16, 1, k16},
+    {17, 32, 32, 16, 1, k16, 1, 2},
     // 256 workgroups at M = 64: one per CU.
-    {33, 64, 32, 16, 1, k16},
+    {33, 64, 32, 16, 1, k16, 1, 2},
     // 256 workgroups at M = 128.
-    {65, 128, 32, 32, 2, k16},
+    {65, 128, 32, 32, 2, k16, 1, 2},
     // 256 workgroups at M = 256.
-    {129, 256, 64, 32, 2, k16},
+    {129, 256, 64, 32, 2, k16, 1, 2},
     // 256 workgroups at M = 512.
-    {257, 512, 64, 64, 4, k16},
+    {257, 512, 64, 64, 4, k16, 1, 2},
     // 256 workgroups at M = 1024, 32x32x16 MFMAs.
-    {513, 0, 128, 64, 4, k32},
+    {513, 0, 128, 64, 4, k32, 1, 2},
 };
 
 static const TileTableEntry table[] = {
