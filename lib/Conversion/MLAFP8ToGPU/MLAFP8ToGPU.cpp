@@ -170,6 +170,13 @@ private:
   Value ult(Value x, Value y) {
     return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
   }
+  /// Whether pass `pass` of the quantization holds any row below M: a
+  /// workgroup-uniform condition. Passes past M are skipped entirely; the LDS
+  /// rows they would write only feed accumulator rows that are never stored
+  /// (an MFMA output row depends on its own A row only).
+  Value passActive(int64_t pass) {
+    return ult(add(m0, pass * p.rowsPerPass), m);
+  }
   /// Emits `body` under `scf.if cond`.
   void emitIf(Value cond, function_ref<void()> body) {
     auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
@@ -263,6 +270,7 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
   float invFmax = 1.0f / p.fmax;
 
   for (int64_t pass = 0; pass < p.passes; ++pass) {
+   auto emitPass = [&] {
     Value row = add(rowInPass, pass * p.rowsPerPass);
     SmallVector<Value> chunks;
     Value amax = f32(0.0f);
@@ -344,6 +352,11 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
     } else {
       storeRow();
     }
+   };
+    if (pass == 0)
+      emitPass();
+    else
+      emitIf(passActive(pass), emitPass);
   }
 }
 
@@ -384,18 +397,42 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
     Value globalRow = minIdx(add(m0, row), lastRow);
     Value rowOffset =
         add(add(mul(batch, xStrideB), mul(globalRow, xStrideM)), k0);
-    for (int64_t c = 0; c < p.chunksPerLane; ++c) {
-      Value column = mul(add(laneInRow, c * p.lanesPerRow), 8);
-      Value valid;
-      if (partial) {
-        // Columns past K read as zero: max(0, min(8, tail - column)).
-        Value left = arith::SubIOp::create(b, cst(p.tailColumns), column);
-        left = arith::MaxSIOp::create(b, left, cst(0));
-        valid = arith::MinSIOp::create(b, left, cst(8));
+    auto loadChunks = [&] {
+      SmallVector<Value> chunks;
+      for (int64_t c = 0; c < p.chunksPerLane; ++c) {
+        Value column = mul(add(laneInRow, c * p.lanesPerRow), 8);
+        Value valid;
+        if (partial) {
+          // Columns past K read as zero: max(0, min(8, tail - column)).
+          Value left = arith::SubIOp::create(b, cst(p.tailColumns), column);
+          left = arith::MaxSIOp::create(b, left, cst(0));
+          valid = arith::MinSIOp::create(b, left, cst(8));
+        }
+        chunks.push_back(loadVector(x, add(rowOffset, column), 8, p.xType,
+                                    p.xAlign, valid));
       }
-      loads.push_back(loadVector(x, add(rowOffset, column), 8, p.xType,
-                                 p.xAlign, valid));
+      return chunks;
+    };
+    if (pass == 0) {
+      loads.append(loadChunks());
+      continue;
     }
+    // Passes past M load nothing (see passActive).
+    auto chunkType = VectorType::get({8}, p.xType);
+    SmallVector<Type> types(p.chunksPerLane, chunkType);
+    auto ifOp = scf::IfOp::create(b, types, passActive(pass),
+                                  /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(ifOp.thenBlock());
+      scf::YieldOp::create(b, loadChunks());
+      b.setInsertionPointToEnd(ifOp.elseBlock());
+      Value zero = arith::ConstantOp::create(
+          b, chunkType,
+          DenseElementsAttr::get(chunkType, b.getZeroAttr(p.xType)));
+      scf::YieldOp::create(b, SmallVector<Value>(p.chunksPerLane, zero));
+    }
+    loads.append(ifOp.getResults().begin(), ifOp.getResults().end());
   }
   return loads;
 }
