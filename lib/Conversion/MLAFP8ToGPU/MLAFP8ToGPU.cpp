@@ -42,6 +42,36 @@ std::string mlir::mlafp8::getKernelName(const KernelShape &shape,
   return name;
 }
 
+ArrayRef<KernelArgument> mlir::mlafp8::getKernelArguments() {
+  static const KernelArgument arguments[] = {
+      {"x", 0, 8, "pointer", "activations, bf16/f16, (b, m, k) at "
+                             "b * x_stride_b + m * x_stride_m + k"},
+      {"w", 8, 8, "pointer", "weights, fp8, (B, N, K) row-major"},
+      {"ws", 16, 8, "pointer", "f32 weight descale: 1 value or B values"},
+      {"bias", 24, 8, "pointer",
+       "(B, N) in the output type, or null when the kernel has no bias"},
+      {"y", 32, 8, "pointer", "output, bf16/f16, (b, m, n) at "
+                              "b * y_stride_b + m * y_stride_m + n"},
+      {"m", 40, 8, "i64", "M, the number of tokens"},
+      {"x_stride_b", 48, 8, "i64", "X stride along b, in elements"},
+      {"x_stride_m", 56, 8, "i64", "X stride along m, in elements"},
+      {"y_stride_b", 64, 8, "i64", "Y stride along b, in elements"},
+      {"y_stride_m", 72, 8, "i64", "Y stride along m, in elements"},
+  };
+  return arguments;
+}
+
+std::array<int64_t, 3> mlir::mlafp8::getGridSize(const TileConfig &tile,
+                                                 int64_t n, int64_t m,
+                                                 int64_t batch) {
+  return {llvm::divideCeil(n, tile.blockN) * tile.splitK,
+          llvm::divideCeil(m, tile.blockM), batch};
+}
+
+std::array<int64_t, 3> mlir::mlafp8::getWorkgroupSize(const TileConfig &tile) {
+  return {64 * tile.waves, 1, 1};
+}
+
 /// Elements of the flat memrefs that stand for the kernels' bare pointers. The
 /// bare-pointer calling convention needs a static shape; nothing is sized by
 /// it (loads and stores are plain global accesses).

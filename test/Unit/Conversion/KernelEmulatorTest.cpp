@@ -217,10 +217,11 @@ void runCase(const Case &c) {
     uint64_t biasAddr = c.bias ? map("bias", bias, true) : 0;
 
     emu::DispatchConfig config;
-    config.gridWorkgroups = {
-        uint32_t(llvm::divideCeil(N, tile->blockN)),
-        uint32_t(llvm::divideCeil(M, tile->blockM)), uint32_t(B)};
-    config.workgroupSize = {uint32_t(64 * tile->waves), 1, 1};
+    std::array<int64_t, 3> grid = getGridSize(*tile, N, M, B);
+    std::array<int64_t, 3> block = getWorkgroupSize(*tile);
+    config.gridWorkgroups = {uint32_t(grid[0]), uint32_t(grid[1]),
+                             uint32_t(grid[2])};
+    config.workgroupSize = {uint32_t(block[0]), 1, 1};
     config.threads = 2;
     std::vector<emu::KernelArg> kernelArgs = {
         emu::KernelArg::pointer(xAddr),    emu::KernelArg::pointer(wAddr),
@@ -230,6 +231,9 @@ void runCase(const Case &c) {
         emu::KernelArg::i64(yStrideB),     emu::KernelArg::i64(yStrideM)};
     std::vector<uint8_t> packed = emu::packKernelArgs(kernelArgs);
     ASSERT_EQ(packed.size(), kKernelArgBytes);
+    ASSERT_EQ(getKernelArguments().size(), kernelArgs.size());
+    for (auto [index, argument] : llvm::enumerate(getKernelArguments()))
+      ASSERT_EQ(argument.offset, 8 * index);
     if (M > 0) {
       auto stats = (*emulator)->dispatch(kernel, config, packed, memory);
       ASSERT_TRUE(static_cast<bool>(stats))

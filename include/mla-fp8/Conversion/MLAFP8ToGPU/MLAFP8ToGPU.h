@@ -31,12 +31,35 @@
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mlir/Support/LLVM.h"
 
+#include <array>
 #include <string>
 
 namespace mlir::mlafp8 {
 
 /// Size in bytes of the explicit kernel arguments of every kernel.
 inline constexpr unsigned kKernelArgBytes = 80;
+
+/// One explicit kernel argument (the ABI above), for launchers and manifests.
+struct KernelArgument {
+  StringRef name;
+  unsigned offset;
+  unsigned size;
+  /// "pointer" or "i64".
+  StringRef kind;
+  StringRef meaning;
+};
+
+/// The explicit arguments of every kernel, in order.
+ArrayRef<KernelArgument> getKernelArguments();
+
+/// The grid, in workgroups (x, y, z), of the kernel of `tile` for `m` tokens
+/// and `batch` batch elements: (ceil(N / block_n) * split_k,
+/// ceil(M / block_m), B); y is 0 when M is 0 (launch nothing).
+std::array<int64_t, 3> getGridSize(const TileConfig &tile, int64_t n,
+                                   int64_t m, int64_t batch);
+
+/// The workgroup size in work-items: (64 * waves, 1, 1).
+std::array<int64_t, 3> getWorkgroupSize(const TileConfig &tile);
 
 /// What decides one kernel's code, apart from the tile.
 struct KernelShape {
