@@ -31,7 +31,12 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     K order inside a group is permuted identically for X and W so that each
     lane's two 8-byte MFMA operands are 16 contiguous bytes. A partial last
     K-group reads zeros past K (masked loads), so its amax and sum cover only
-    the existing columns.
+    the existing columns. With `stages` > 1 the W and X loads of group g + 1
+    are issued before group g is computed. Quantization passes whose rows all
+    lie past M (a workgroup-uniform test) are skipped: an MFMA output row
+    depends only on its own A row, and rows past M are never stored. `split_k`
+    must be 1 and `occupancy` is informational (LLVM sizes registers from the
+    workgroup size).
 
     Fails with a diagnostic for an unknown chip, an fp8 format the chip lacks,
     a missing `tiles`, `split_k` > 1 (not lowered: see mlafp8-select-tiles),
