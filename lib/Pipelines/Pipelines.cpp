@@ -21,14 +21,14 @@
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/InitAllExtensions.h"
-#include "mlir/Target/LLVM/ROCDL/Target.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/ROCDL/Target.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
@@ -41,12 +41,12 @@ void registerPipelineTranslations(DialectRegistry &registry);
 
 void mlir::mlafp8::registerMLAFP8PipelineDependencies(
     DialectRegistry &registry) {
-  registry.insert<MLAFP8Dialect, affine::AffineDialect, amdgpu::AMDGPUDialect,
-                  arith::ArithDialect, cf::ControlFlowDialect,
-                  func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                  math::MathDialect, memref::MemRefDialect, ROCDL::ROCDLDialect,
-                  scf::SCFDialect, tensor::TensorDialect,
-                  vector::VectorDialect>();
+  registry
+      .insert<MLAFP8Dialect, affine::AffineDialect, amdgpu::AMDGPUDialect,
+              arith::ArithDialect, cf::ControlFlowDialect, func::FuncDialect,
+              gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
+              memref::MemRefDialect, ROCDL::ROCDLDialect, scf::SCFDialect,
+              tensor::TensorDialect, vector::VectorDialect>();
   registerAllExtensions(registry);
   ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
   registerPipelineTranslations(registry);

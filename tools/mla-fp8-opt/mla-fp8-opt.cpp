@@ -27,6 +27,6 @@ int main(int argc, char **argv) {
   mlir::mlafp8::registerMLAFP8TransformsPasses();
   mlir::mlafp8::registerMLAFP8ConversionPasses();
   mlir::mlafp8::registerMLAFP8Pipelines();
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "mla-fp8 lowering driver\n", registry));
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "mla-fp8 lowering driver\n", registry));
 }

@@ -59,12 +59,11 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
       return signalPassFailure();
     }
 
-    SmallVector<gpu::GPUModuleOp> gpuModules(
-        module.getOps<gpu::GPUModuleOp>());
+    SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
     bool dumpToDirectory = !dump.empty() && llvm::sys::fs::is_directory(dump);
     if (!dump.empty() && !dumpToDirectory && gpuModules.size() > 1) {
-      module.emitError() << "dump=" << dump
-                         << " is a file but there are " << gpuModules.size()
+      module.emitError() << "dump=" << dump << " is a file but there are "
+                         << gpuModules.size()
                          << " gpu.modules; give a directory";
       return signalPassFailure();
     }
@@ -85,17 +84,17 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
         std::error_code error;
         llvm::raw_fd_ostream out(path, error, llvm::sys::fs::OF_None);
         if (error) {
-          gpuModule.emitError() << "cannot write " << path << ": "
-                                << error.message();
+          gpuModule.emitError()
+              << "cannot write " << path << ": " << error.message();
           return signalPassFailure();
         }
         out << *bytes;
       }
       OpBuilder builder(gpuModule);
-      auto object = gpu::ObjectAttr::get(
-          &getContext(), targetAttr, target,
-          builder.getStringAttr(*bytes), /*properties=*/nullptr,
-          /*kernels=*/nullptr);
+      auto object = gpu::ObjectAttr::get(&getContext(), targetAttr, target,
+                                         builder.getStringAttr(*bytes),
+                                         /*properties=*/nullptr,
+                                         /*kernels=*/nullptr);
       gpu::BinaryOp::create(builder, gpuModule.getLoc(), gpuModule.getName(),
                             /*offloadingHandler=*/nullptr,
                             ArrayRef<Attribute>{object});

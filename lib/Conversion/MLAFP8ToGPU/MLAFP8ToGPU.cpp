@@ -44,14 +44,16 @@ std::string mlir::mlafp8::getKernelName(const KernelShape &shape,
 
 ArrayRef<KernelArgument> mlir::mlafp8::getKernelArguments() {
   static const KernelArgument arguments[] = {
-      {"x", 0, 8, "pointer", "activations, bf16/f16, (b, m, k) at "
-                             "b * x_stride_b + m * x_stride_m + k"},
+      {"x", 0, 8, "pointer",
+       "activations, bf16/f16, (b, m, k) at "
+       "b * x_stride_b + m * x_stride_m + k"},
       {"w", 8, 8, "pointer", "weights, fp8, (B, N, K) row-major"},
       {"ws", 16, 8, "pointer", "f32 weight descale: 1 value or B values"},
       {"bias", 24, 8, "pointer",
        "(B, N) in the output type, or null when the kernel has no bias"},
-      {"y", 32, 8, "pointer", "output, bf16/f16, (b, m, n) at "
-                              "b * y_stride_b + m * y_stride_m + n"},
+      {"y", 32, 8, "pointer",
+       "output, bf16/f16, (b, m, n) at "
+       "b * y_stride_b + m * y_stride_m + n"},
       {"m", 40, 8, "i64", "M, the number of tokens"},
       {"x_stride_b", 48, 8, "i64", "X stride along b, in elements"},
       {"x_stride_m", 56, 8, "i64", "X stride along m, in elements"},
@@ -133,8 +135,8 @@ static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipFacts &chip,
   p.dim = tile.mfma == MfmaShape::M16N16K32 ? 16 : 32;
   p.mfmaK = tile.mfma == MfmaShape::M16N16K32 ? 32 : 16;
   if (!chip.hasFP8Mfma(p.dim, p.dim, p.mfmaK))
-    return fail(Twine(chip.name) + " has no " + Twine(p.dim) + "x" + Twine(p.dim) +
-                "x" + Twine(p.mfmaK) + " fp8 MFMA");
+    return fail(Twine(chip.name) + " has no " + Twine(p.dim) + "x" +
+                Twine(p.dim) + "x" + Twine(p.mfmaK) + " fp8 MFMA");
   p.laneGroups = 64 / p.dim;
   if (p.groupSize < p.mfmaK)
     return fail("group_size " + Twine(p.groupSize) +
@@ -171,7 +173,8 @@ static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipFacts &chip,
   p.ldsABytes = tile.blockM * p.groupSize;
   int64_t lds = getTileLDSBytes(tile, p.groupSize);
   if (lds > chip.ldsBytesPerWorkgroup)
-    return fail("the tile needs " + Twine(lds) + " bytes of LDS, more than the " +
+    return fail("the tile needs " + Twine(lds) +
+                " bytes of LDS, more than the " +
                 Twine(chip.ldsBytesPerWorkgroup) + " of " + chip.name);
   return p;
 }
@@ -263,12 +266,11 @@ Value KernelEmitter::loadVector(Value memref, Value offset, int64_t count,
       b, i32s, DenseElementsAttr::get(i32s, ArrayRef<int32_t>(steps)));
   Value bound = vector::BroadcastOp::create(
       b, i32s, arith::IndexCastOp::create(b, b.getI32Type(), valid));
-  Value mask =
-      arith::CmpIOp::create(b, arith::CmpIPredicate::slt, step, bound);
+  Value mask = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, step, bound);
   Value zero = arith::ConstantOp::create(
       b, type, DenseElementsAttr::get(type, b.getZeroAttr(elementType)));
-  return vector::MaskedLoadOp::create(b, type, memref, ValueRange{offset},
-                                      mask, zero);
+  return vector::MaskedLoadOp::create(b, type, memref, ValueRange{offset}, mask,
+                                      zero);
 }
 
 Value KernelEmitter::slice(Value v, int64_t start, int64_t size) {
@@ -300,89 +302,92 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
   float invFmax = 1.0f / p.fmax;
 
   for (int64_t pass = 0; pass < p.passes; ++pass) {
-   auto emitPass = [&] {
-    Value row = add(rowInPass, pass * p.rowsPerPass);
-    SmallVector<Value> chunks;
-    Value amax = f32(0.0f);
-    for (int64_t c = 0; c < p.chunksPerLane; ++c) {
-      auto f32x8 = VectorType::get({8}, f32Type);
-      Value v = arith::ExtFOp::create(
-          b, f32x8, xChunks[pass * p.chunksPerLane + c]);
-      chunks.push_back(v);
-      // |v| by clearing the sign bits.
-      auto i32x8 = VectorType::get({8}, b.getI32Type());
-      Value bits = vector::BitCastOp::create(b, i32x8, v);
-      Value magnitudeMask = arith::ConstantOp::create(
-          b, i32x8, DenseElementsAttr::get(i32x8, b.getI32IntegerAttr(0x7fffffff)));
-      Value abs = vector::BitCastOp::create(
-          b, f32x8, arith::AndIOp::create(b, bits, magnitudeMask));
-      Value chunkMax =
-          vector::ReductionOp::create(b, vector::CombiningKind::MAXNUMF, abs);
-      amax = arith::MaxNumFOp::create(b, amax, chunkMax);
-    }
-    for (int64_t offset = 1; offset < p.lanesPerRow; offset *= 2) {
-      Value other =
-          gpu::ShuffleOp::create(b, amax, static_cast<int32_t>(offset), 64,
-                                 gpu::ShuffleMode::XOR)
-              .getShuffleResult();
-      amax = arith::MaxNumFOp::create(b, amax, other);
-    }
-    amax = arith::MaxNumFOp::create(b, amax, f32(1e-10f));
-    Value scale = arith::MulFOp::create(b, amax, f32(invFmax));
-    Value inverse = arith::DivFOp::create(b, f32(1.0f), scale);
-
-    auto storeRow = [&]() {
-      Value mt = div(row, p.dim);
-      Value rowInTile = rem(row, p.dim);
+    auto emitPass = [&] {
+      Value row = add(rowInPass, pass * p.rowsPerPass);
+      SmallVector<Value> chunks;
+      Value amax = f32(0.0f);
       for (int64_t c = 0; c < p.chunksPerLane; ++c) {
         auto f32x8 = VectorType::get({8}, f32Type);
-        Value q = arith::MulFOp::create(
-            b, chunks[c], vector::BroadcastOp::create(b, f32x8, inverse));
-        q = arith::MaxNumFOp::create(
-            b, q, vector::BroadcastOp::create(b, f32x8, f32(-p.fmax)));
-        q = arith::MinNumFOp::create(
-            b, q, vector::BroadcastOp::create(b, f32x8, f32(p.fmax)));
-        SmallVector<Value> words;
-        for (int64_t word = 0; word < 2; ++word) {
-          Value packed;
-          for (int64_t half = 0; half < 2; ++half) {
-            Value lo = vector::ExtractOp::create(b, q, 4 * word + 2 * half);
-            Value hi = vector::ExtractOp::create(b, q, 4 * word + 2 * half + 1);
-            packed = amdgpu::PackedTrunc2xFp8Op::create(
-                b, fp8x4, lo, hi, b.getI32IntegerAttr(half), packed);
-          }
-          words.push_back(packed);
-        }
-        Value bytes = vector::BitCastOp::create(
-            b, VectorType::get({8}, i8Type), concat(words[0], words[1]));
-        // Chunk -> (unit, lane group, half of the unit): the inverse of the
-        // column permutation that W loads use.
-        Value chunk = add(laneInRow, c * p.lanesPerRow);
-        Value column = mul(chunk, 8);
-        int64_t unitSpan = p.unitBytes * p.laneGroups;
-        Value unit = div(column, unitSpan);
-        Value within = rem(column, unitSpan);
-        Value group = div(within, p.unitBytes);
-        Value half = rem(within, p.unitBytes);
-        Value operandLane = add(rowInTile, mul(group, p.dim));
-        Value slot = add(mul(mt, p.unitsPerGroup), unit);
-        Value offset =
-            add(mul(add(mul(slot, 64), operandLane), p.unitBytes), half);
-        auto store = vector::StoreOp::create(b, bytes, ldsA, ValueRange{offset});
-        store.setAlignment(uint64_t(8));
+        Value v = arith::ExtFOp::create(b, f32x8,
+                                        xChunks[pass * p.chunksPerLane + c]);
+        chunks.push_back(v);
+        // |v| by clearing the sign bits.
+        auto i32x8 = VectorType::get({8}, b.getI32Type());
+        Value bits = vector::BitCastOp::create(b, i32x8, v);
+        Value magnitudeMask = arith::ConstantOp::create(
+            b, i32x8,
+            DenseElementsAttr::get(i32x8, b.getI32IntegerAttr(0x7fffffff)));
+        Value abs = vector::BitCastOp::create(
+            b, f32x8, arith::AndIOp::create(b, bits, magnitudeMask));
+        Value chunkMax =
+            vector::ReductionOp::create(b, vector::CombiningKind::MAXNUMF, abs);
+        amax = arith::MaxNumFOp::create(b, amax, chunkMax);
       }
-      Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                          laneInRow, cst(0));
-      emitIf(first, [&] {
-        memref::StoreOp::create(b, scale, ldsScales, ValueRange{row});
-      });
+      for (int64_t offset = 1; offset < p.lanesPerRow; offset *= 2) {
+        Value other =
+            gpu::ShuffleOp::create(b, amax, static_cast<int32_t>(offset), 64,
+                                   gpu::ShuffleMode::XOR)
+                .getShuffleResult();
+        amax = arith::MaxNumFOp::create(b, amax, other);
+      }
+      amax = arith::MaxNumFOp::create(b, amax, f32(1e-10f));
+      Value scale = arith::MulFOp::create(b, amax, f32(invFmax));
+      Value inverse = arith::DivFOp::create(b, f32(1.0f), scale);
+
+      auto storeRow = [&]() {
+        Value mt = div(row, p.dim);
+        Value rowInTile = rem(row, p.dim);
+        for (int64_t c = 0; c < p.chunksPerLane; ++c) {
+          auto f32x8 = VectorType::get({8}, f32Type);
+          Value q = arith::MulFOp::create(
+              b, chunks[c], vector::BroadcastOp::create(b, f32x8, inverse));
+          q = arith::MaxNumFOp::create(
+              b, q, vector::BroadcastOp::create(b, f32x8, f32(-p.fmax)));
+          q = arith::MinNumFOp::create(
+              b, q, vector::BroadcastOp::create(b, f32x8, f32(p.fmax)));
+          SmallVector<Value> words;
+          for (int64_t word = 0; word < 2; ++word) {
+            Value packed;
+            for (int64_t half = 0; half < 2; ++half) {
+              Value lo = vector::ExtractOp::create(b, q, 4 * word + 2 * half);
+              Value hi =
+                  vector::ExtractOp::create(b, q, 4 * word + 2 * half + 1);
+              packed = amdgpu::PackedTrunc2xFp8Op::create(
+                  b, fp8x4, lo, hi, b.getI32IntegerAttr(half), packed);
+            }
+            words.push_back(packed);
+          }
+          Value bytes = vector::BitCastOp::create(
+              b, VectorType::get({8}, i8Type), concat(words[0], words[1]));
+          // Chunk -> (unit, lane group, half of the unit): the inverse of the
+          // column permutation that W loads use.
+          Value chunk = add(laneInRow, c * p.lanesPerRow);
+          Value column = mul(chunk, 8);
+          int64_t unitSpan = p.unitBytes * p.laneGroups;
+          Value unit = div(column, unitSpan);
+          Value within = rem(column, unitSpan);
+          Value group = div(within, p.unitBytes);
+          Value half = rem(within, p.unitBytes);
+          Value operandLane = add(rowInTile, mul(group, p.dim));
+          Value slot = add(mul(mt, p.unitsPerGroup), unit);
+          Value offset =
+              add(mul(add(mul(slot, 64), operandLane), p.unitBytes), half);
+          auto store =
+              vector::StoreOp::create(b, bytes, ldsA, ValueRange{offset});
+          store.setAlignment(uint64_t(8));
+        }
+        Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                            laneInRow, cst(0));
+        emitIf(first, [&] {
+          memref::StoreOp::create(b, scale, ldsScales, ValueRange{row});
+        });
+      };
+      if ((pass + 1) * p.rowsPerPass > p.tile.blockM) {
+        emitIf(ult(row, cst(p.tile.blockM)), storeRow);
+      } else {
+        storeRow();
+      }
     };
-    if ((pass + 1) * p.rowsPerPass > p.tile.blockM) {
-      emitIf(ult(row, cst(p.tile.blockM)), storeRow);
-    } else {
-      storeRow();
-    }
-   };
     if (pass == 0)
       emitPass();
     else
@@ -398,14 +403,14 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
   // W: one unit per lane per (N tile, unit) holds the B operands of
   // `stepsPerUnit` MFMAs.
   for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
-    Value column = add(add(n0, mul(waveN, p.waveCols)),
-                       add(laneInGroup, nt * p.dim));
+    Value column =
+        add(add(n0, mul(waveN, p.waveCols)), add(laneInGroup, nt * p.dim));
     if (p.n % p.tile.blockN != 0)
       column = minIdx(column, cst(p.n - 1));
     Value rowStart = mul(add(mul(batch, p.n), column), p.k);
     for (int64_t u = 0; u < p.unitsPerGroup; ++u) {
-      Value kInGroup = add(mul(laneGroup, p.unitBytes),
-                           u * p.unitBytes * p.laneGroups);
+      Value kInGroup =
+          add(mul(laneGroup, p.unitBytes), u * p.unitBytes * p.laneGroups);
       Value valid;
       if (partial) {
         Value left = arith::SubIOp::create(b, cst(p.tailColumns), kInGroup);
@@ -438,8 +443,8 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
           left = arith::MaxSIOp::create(b, left, cst(0));
           valid = arith::MinSIOp::create(b, left, cst(8));
         }
-        chunks.push_back(loadVector(x, add(rowOffset, column), 8, p.xType,
-                                    p.xAlign, valid));
+        chunks.push_back(
+            loadVector(x, add(rowOffset, column), 8, p.xType, p.xAlign, valid));
       }
       return chunks;
     };
@@ -467,8 +472,7 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
   return loads;
 }
 
-SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads,
-                                            ValueRange accs) {
+SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs) {
   Type i8Type = b.getI8Type();
   auto unitI8 = VectorType::get({p.unitBytes}, i8Type);
   auto unitFp8 = VectorType::get({p.unitBytes}, p.wType);
@@ -490,8 +494,8 @@ SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads,
     Value mt = add(mul(waveM, p.mtPerWave), mtw);
     SmallVector<Value> aUnits;
     for (int64_t u = 0; u < p.unitsPerGroup; ++u) {
-      Value offset = mul(
-          add(mul(add(mul(mt, p.unitsPerGroup), u), 64), lane), p.unitBytes);
+      Value offset = mul(add(mul(add(mul(mt, p.unitsPerGroup), u), 64), lane),
+                         p.unitBytes);
       auto load = vector::LoadOp::create(b, unitI8, ldsA, ValueRange{offset});
       load.setAlignment(uint64_t(p.unitBytes));
       aUnits.push_back(vector::BitCastOp::create(b, unitFp8, load));
@@ -512,7 +516,8 @@ SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads,
       Value partialSum = zero;
       for (int64_t u = 0; u < p.unitsPerGroup; ++u)
         for (int64_t s = 0; s < p.stepsPerUnit; ++s) {
-          Value a = p.stepsPerUnit == 1 ? aUnits[u] : slice(aUnits[u], 8 * s, 8);
+          Value a =
+              p.stepsPerUnit == 1 ? aUnits[u] : slice(aUnits[u], 8 * s, 8);
           Value bOp = p.stepsPerUnit == 1 ? wUnits[nt][u]
                                           : slice(wUnits[nt][u], 8 * s, 8);
           partialSum = amdgpu::MFMAOp::create(
@@ -541,8 +546,8 @@ void KernelEmitter::emitEpilogue(ValueRange accs) {
     Value rowBase = add(m0, mul(add(mul(waveM, p.mtPerWave), mtw), p.dim));
     for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
       Value acc = accs[mtw * p.ntPerWave + nt];
-      Value column = add(add(n0, mul(waveN, p.waveCols)),
-                         add(laneInGroup, nt * p.dim));
+      Value column =
+          add(add(n0, mul(waveN, p.waveCols)), add(laneInGroup, nt * p.dim));
       Value columnOk;
       if (p.n % p.tile.blockN != 0)
         columnOk = ult(column, cst(p.n));
@@ -555,9 +560,8 @@ void KernelEmitter::emitEpilogue(ValueRange accs) {
       }
       for (int64_t r = 0; r < elements; ++r) {
         // Row of accumulator element r in this lane (ISA-NOTES.md §4).
-        Value row = p.dim == 16
-                        ? add(mul(laneGroup, 4), r)
-                        : add(mul(laneGroup, 4), 8 * (r / 4) + r % 4);
+        Value row = p.dim == 16 ? add(mul(laneGroup, 4), r)
+                                : add(mul(laneGroup, 4), 8 * (r / 4) + r % 4);
         row = add(rowBase, row);
         Value value = vector::ExtractOp::create(b, acc, r);
         value = arith::MulFOp::create(b, value, descale);
@@ -568,8 +572,8 @@ void KernelEmitter::emitEpilogue(ValueRange accs) {
         if (columnOk)
           inBounds = arith::AndIOp::create(b, inBounds, columnOk);
         emitIf(inBounds, [&] {
-          Value offset = add(add(mul(batch, yStrideB), mul(row, yStrideM)),
-                             column);
+          Value offset =
+              add(add(mul(batch, yStrideB), mul(row, yStrideM)), column);
           memref::StoreOp::create(b, value, y, ValueRange{offset});
         });
       }
@@ -636,8 +640,8 @@ void KernelEmitter::emit(gpu::GPUFuncOp func) {
       SmallVector<Value> next;
       SmallVector<Value> loads;
       if (prefetch) {
-        Value nextK0 = minIdx(add(loop.getInductionVar(), p.groupSize),
-                              cst(lastK0));
+        Value nextK0 =
+            minIdx(add(loop.getInductionVar(), p.groupSize), cst(lastK0));
         next = loadGroup(nextK0, /*partial=*/false);
         loads.assign(iterArgs.begin() + accs.size(), iterArgs.end());
       } else {
@@ -684,8 +688,8 @@ static gpu::GPUFuncOp buildKernel(gpu::GPUModuleOp module, Location loc,
   b.setInsertionPointToEnd(module.getBody());
   auto func = gpu::GPUFuncOp::create(b, name, type, lds, TypeRange());
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(plan.threads), 1, 1}));
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(plan.threads), 1, 1}));
   KernelEmitter(b, plan).emit(func);
   return func;
 }
@@ -749,9 +753,9 @@ struct ConvertMLAFP8ToGPUPass
         return op.emitOpError() << "tile " << index << ": " << error;
       std::string name = getKernelName(shape, chipInfo.name, tile);
       gpu::GPUFuncOp func = buildKernel(gpuModule, op.getLoc(), name, *plan);
-      kernels.push_back(SymbolRefAttr::get(
-          gpuModule.getSymNameAttr(),
-          {FlatSymbolRefAttr::get(func.getNameAttr())}));
+      kernels.push_back(
+          SymbolRefAttr::get(gpuModule.getSymNameAttr(),
+                             {FlatSymbolRefAttr::get(func.getNameAttr())}));
     }
     op->setAttr("kernels", ArrayAttr::get(op.getContext(), kernels));
     return success();

@@ -63,8 +63,7 @@ std::string buildSource(const Case &c) {
   std::string yType = "tensor<" + (c.yTokenMajor ? "?x" + B : B + "x?") + "x" +
                       N + "x" + act + ">";
   std::string wType = "tensor<" + B + "x" + N + "x" + K + "x" + fp8 + ">";
-  std::string wsType =
-      "tensor<" + std::string(c.perBatch ? B : "1") + "xf32>";
+  std::string wsType = "tensor<" + std::string(c.perBatch ? B : "1") + "xf32>";
   std::string biasType = "tensor<" + B + "x" + N + "x" + act + ">";
   std::string attrs = "group_size = " + std::to_string(c.groupSize) + " : i64";
   if (c.perBatch)
@@ -82,11 +81,11 @@ std::string buildSource(const Case &c) {
   std::string args = "%x: " + xType + ", %w: " + wType + ", %ws: " + wsType;
   if (c.bias)
     args += ", %bias: " + biasType;
-  return "func.func @f(" + args + ") -> " + yType + " {\n  %y = " +
-         "mlafp8.prequant_bmm %x, %w, %ws" + (c.bias ? " bias %bias" : "") +
-         " {" + attrs + "} : " + xType + ", " + wType + ", " + wsType +
-         (c.bias ? ", " + biasType : "") + " -> " + yType +
-         "\n  return %y : " + yType + "\n}\n";
+  return "func.func @f(" + args + ") -> " + yType +
+         " {\n  %y = " + "mlafp8.prequant_bmm %x, %w, %ws" +
+         (c.bias ? " bias %bias" : "") + " {" + attrs + "} : " + xType + ", " +
+         wType + ", " + wsType + (c.bias ? ", " + biasType : "") + " -> " +
+         yType + "\n  return %y : " + yType + "\n}\n";
 }
 
 /// Runs the pipeline; returns the code object bytes of @f_kernels.
@@ -111,8 +110,12 @@ std::string compile(const Case &c) {
   return {};
 }
 
-uint16_t toOut(float v, bool f16) { return f16 ? floatToF16(v) : floatToBF16(v); }
-double fromOut(uint16_t v, bool f16) { return f16 ? f16ToFloat(v) : bf16ToFloat(v); }
+uint16_t toOut(float v, bool f16) {
+  return f16 ? floatToF16(v) : floatToBF16(v);
+}
+double fromOut(uint16_t v, bool f16) {
+  return f16 ? f16ToFloat(v) : bf16ToFloat(v);
+}
 double ulpOf(double v, bool f16) {
   v = std::fabs(v);
   int mantissa = f16 ? 10 : 7;
@@ -140,7 +143,7 @@ void runCase(const Case &c) {
     ASSERT_TRUE(static_cast<bool>(selection));
     tiles.assign(selection->tiles.begin(), selection->tiles.end());
   }
-  KernelShape shape{c.N, c.K, c.groupSize, c.f16 ? "f16" : "bf16",
+  KernelShape shape{c.N,        c.K,   c.groupSize, c.f16 ? "f16" : "bf16",
                     c.perBatch, c.bias};
   FP8Format format =
       c.chip == "gfx942" ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
@@ -162,8 +165,8 @@ void runCase(const Case &c) {
     for (int64_t b = 0; b < B; ++b)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t k = 0; k < K; ++k)
-          x[b * xStrideB + m * xStrideM + k] =
-              toOut(normal(rng) * std::ldexp(1.0f, int((m + b) % 7) - 3), c.f16);
+          x[b * xStrideB + m * xStrideM + k] = toOut(
+              normal(rng) * std::ldexp(1.0f, int((m + b) % 7) - 3), c.f16);
     std::vector<float> wf(B * N * K);
     for (float &v : wf)
       v = normal(rng) * 0.05f;
@@ -224,11 +227,11 @@ void runCase(const Case &c) {
     config.workgroupSize = {uint32_t(block[0]), 1, 1};
     config.threads = 2;
     std::vector<emu::KernelArg> kernelArgs = {
-        emu::KernelArg::pointer(xAddr),    emu::KernelArg::pointer(wAddr),
-        emu::KernelArg::pointer(wsAddr),   emu::KernelArg::pointer(biasAddr),
-        emu::KernelArg::pointer(yAddr),    emu::KernelArg::i64(M),
-        emu::KernelArg::i64(xStrideB),     emu::KernelArg::i64(xStrideM),
-        emu::KernelArg::i64(yStrideB),     emu::KernelArg::i64(yStrideM)};
+        emu::KernelArg::pointer(xAddr),  emu::KernelArg::pointer(wAddr),
+        emu::KernelArg::pointer(wsAddr), emu::KernelArg::pointer(biasAddr),
+        emu::KernelArg::pointer(yAddr),  emu::KernelArg::i64(M),
+        emu::KernelArg::i64(xStrideB),   emu::KernelArg::i64(xStrideM),
+        emu::KernelArg::i64(yStrideB),   emu::KernelArg::i64(yStrideM)};
     std::vector<uint8_t> packed = emu::packKernelArgs(kernelArgs);
     ASSERT_EQ(packed.size(), kKernelArgBytes);
     ASSERT_EQ(getKernelArguments().size(), kernelArgs.size());
@@ -261,9 +264,9 @@ void runCase(const Case &c) {
           if (!(std::fabs(fromOut(got, c.f16) - expected) <= tolerance) &&
               failures++ == 0)
             first = "Y[" + std::to_string(b) + "," + std::to_string(m) + "," +
-                    std::to_string(n) + "] = " +
-                    std::to_string(fromOut(got, c.f16)) + ", reference " +
-                    std::to_string(expected);
+                    std::to_string(n) +
+                    "] = " + std::to_string(fromOut(got, c.f16)) +
+                    ", reference " + std::to_string(expected);
         }
     EXPECT_EQ(unwritten, 0) << kernel;
     EXPECT_EQ(failures, 0) << kernel << ": first " << first;

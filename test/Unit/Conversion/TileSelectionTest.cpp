@@ -1,7 +1,7 @@
 //===- TileSelectionTest.cpp - tile table and heuristic -------------------===//
 
-#include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+#include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
 
 #include "gtest/gtest.h"
 

@@ -55,8 +55,8 @@ ArrayRef<KernelArgument> getKernelArguments();
 /// The grid, in workgroups (x, y, z), of the kernel of `tile` for `m` tokens
 /// and `batch` batch elements: (ceil(N / block_n) * split_k,
 /// ceil(M / block_m), B); y is 0 when M is 0 (launch nothing).
-std::array<int64_t, 3> getGridSize(const TileConfig &tile, int64_t n,
-                                   int64_t m, int64_t batch);
+std::array<int64_t, 3> getGridSize(const TileConfig &tile, int64_t n, int64_t m,
+                                   int64_t batch);
 
 /// The workgroup size in work-items: (64 * waves, 1, 1).
 std::array<int64_t, 3> getWorkgroupSize(const TileConfig &tile);

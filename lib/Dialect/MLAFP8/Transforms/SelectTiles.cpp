@@ -3,8 +3,8 @@
 #include "mla-fp8/Dialect/MLAFP8/Transforms/Passes.h"
 
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
-#include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
+#include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 
 #include "mlir/IR/Builders.h"
 

@@ -1,4 +1,5 @@
-//===- TileSelection.cpp - Tile lookup and the fallback heuristic ----------===//
+//===- TileSelection.cpp - Tile lookup and the fallback heuristic
+//----------===//
 
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 
@@ -50,8 +51,8 @@ static constexpr int64_t kAssumedBatch = 16;
 /// top of the range, the 32x32x16 MFMA for large blocks, and a block that
 /// fits the chip's LDS.
 static TileConfig pickTile(const ChipFacts &chip, int64_t n, int64_t groupSize,
-                           int64_t numGroups,
-                           int64_t minM, int64_t maxM, int64_t blockM) {
+                           int64_t numGroups, int64_t minM, int64_t maxM,
+                           int64_t blockM) {
   int64_t topM = maxM == 0 ? 1024 : maxM;
   // 16x16x32 needs groups of at least 32 columns; 32x32x16 needs 16.
   bool big = (blockM >= 64 && topM > 256) || groupSize < 32;
@@ -87,9 +88,9 @@ llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
   if (!chip)
     return llvm::createStringError(describeUnknownChip(chipName));
   if (n < 1 || k < 1)
-    return llvm::createStringError("N and K must be at least 1, got N = " +
-                                   std::to_string(n) +
-                                   ", K = " + std::to_string(k));
+    return llvm::createStringError(
+        "N and K must be at least 1, got N = " + std::to_string(n) +
+        ", K = " + std::to_string(k));
   if (groupSize < 16 || !llvm::isPowerOf2_64(groupSize))
     return llvm::createStringError(
         "group size must be a power of two of at least 16, got " +
@@ -104,14 +105,13 @@ llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
   struct Range {
     int64_t minM, maxM, blockM;
   };
-  static constexpr Range ranges[] = {{1, 16, 16},     {17, 32, 32},
-                                     {33, 64, 32},    {65, 128, 64},
-                                     {129, 256, 64},  {257, 512, 64},
-                                     {513, 0, 128}};
+  static constexpr Range ranges[] = {
+      {1, 16, 16},    {17, 32, 32},   {33, 64, 32}, {65, 128, 64},
+      {129, 256, 64}, {257, 512, 64}, {513, 0, 128}};
   TileSelection selection{{}, TileSource::Heuristic};
   for (const Range &range : ranges)
-    selection.tiles.push_back(
-        pickTile(*chip, n, groupSize, llvm::divideCeil(k, groupSize),
-                 range.minM, range.maxM, range.blockM));
+    selection.tiles.push_back(pickTile(*chip, n, groupSize,
+                                       llvm::divideCeil(k, groupSize),
+                                       range.minM, range.maxM, range.blockM));
   return selection;
 }

@@ -1,4 +1,5 @@
-//===- TileTable.cpp - Tuned tiles per chip, (N, K) and M range ------------===//
+//===- TileTable.cpp - Tuned tiles per chip, (N, K) and M range
+//------------===//
 //
 // One entry per kernel: {min_m, max_m (0 = unbounded), block_m, block_n, waves,
 // mfma, split_k, stages, occupancy}. The comment on each entry says what it

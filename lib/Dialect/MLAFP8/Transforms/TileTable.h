@@ -1,4 +1,5 @@
-//===- TileTable.h - The tuned tile table ------------------------*- C++ -*-===//
+//===- TileTable.h - The tuned tile table ------------------------*- C++
+//-*-===//
 
 #ifndef MLAFP8_LIB_DIALECT_MLAFP8_TRANSFORMS_TILETABLE_H
 #define MLAFP8_LIB_DIALECT_MLAFP8_TRANSFORMS_TILETABLE_H

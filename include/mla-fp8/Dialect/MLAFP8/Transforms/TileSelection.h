@@ -1,4 +1,5 @@
-//===- TileSelection.h - Tile configurations per chip, shape and M -*- C++ -*-===//
+//===- TileSelection.h - Tile configurations per chip, shape and M -*- C++
+//-*-===//
 //
 // The C++ face of `mlafp8-select-tiles`: which kernels (one per M range) a
 // prequant_bmm of a given (N, K, group size) gets on a chip. The AOT generator
