@@ -520,7 +520,10 @@ Error parseAssembly(StringRef text, Inst &inst) {
       return createStringError("cannot parse '%s' in '%s'", t.str().c_str(),
                                text.str().c_str());
   }
-  if (isVop3p && !inst.hasOpSelHi)
+  // Packed ops default to taking every source's high half for the high
+  // result; the mixed-precision FMAs default to f32 sources (op_sel_hi 0).
+  bool isMix = base.starts_with("v_mad_mix") || base.starts_with("v_fma_mix");
+  if (isVop3p && !isMix && !inst.hasOpSelHi)
     inst.opSelHi = 0x7;
   inst.numDefs = hasNoDefs(base) ? 0 : hasTwoDefs(base) ? 2 : 1;
   if (inst.numDefs > inst.ops.size())

@@ -2,6 +2,8 @@
 
 #include "Internal.h"
 
+#include "mla-fp8/Reference/Formats.h"
+
 #include "llvm/ADT/bit.h"
 
 #include <limits>
@@ -201,6 +203,36 @@ float pkF16(const Lane &L, unsigned i, bool hi) {
   if (((hi ? L.I.negHi : L.I.negLo) >> i) & 1)
     b ^= 0x8000;
   return halfToFloat(b);
+}
+
+/// Source i of v_fma_mix*: f16 (the half op_sel[i] picks) when op_sel_hi[i]
+/// is set, else f32; abs and neg apply as on any VOP3 source.
+double mixSource(const Lane &L, unsigned i) {
+  const Operand &op = L.I.src(i);
+  double v;
+  if ((L.I.opSelHi >> i) & 1) {
+    uint16_t h;
+    if (op.kind == OpKind::Imm)
+      h = op.isFloat ? immBits16(op) : uint16_t(immBits32(op));
+    else
+      h = uint16_t(L.c.readRaw32(op, L.lane) >> (16 * ((L.I.opSel >> i) & 1)));
+    v = halfToFloat(h);
+  } else {
+    v = asF32(op.kind == OpKind::Imm ? immBits32(op)
+                                     : L.c.readRaw32(op, L.lane));
+  }
+  if (op.abs)
+    v = std::fabs(v);
+  if (op.neg)
+    v = -v;
+  return v;
+}
+
+/// a * b + c of v_fma_mix*: the product of two f32 values is exact in double;
+/// the sum is rounded once more only in the rare case it needs more than 53
+/// bits, before the single rounding to the destination type.
+double mixFma(const Lane &L) {
+  return mixSource(L, 0) * mixSource(L, 1) + mixSource(L, 2);
 }
 
 } // namespace
@@ -629,6 +661,19 @@ void registerVectorOps(OpTable &t) {
     float hi =
         std::fma(pkF32(L, 0, true), pkF32(L, 1, true), pkF32(L, 2, true));
     L.setU64(bitsF32(lo) | (uint64_t(bitsF32(hi)) << 32));
+  });
+  // Mixed precision FMA: f32 result, or an f16 result into one half of the
+  // destination with the other half kept.
+  VOP("v_fma_mix_f32",
+      L.setU32(bitsF32(std::fma(float(mixSource(L, 0)), float(mixSource(L, 1)),
+                                float(mixSource(L, 2))))));
+  VOP("v_fma_mixlo_f16", {
+    uint32_t old = L.c.readRaw32(L.I.ops[0], L.lane);
+    L.setU32((old & 0xffff0000u) | doubleToF16(mixFma(L)));
+  });
+  VOP("v_fma_mixhi_f16", {
+    uint32_t old = L.c.readRaw32(L.I.ops[0], L.lane);
+    L.setU32((old & 0x0000ffffu) | uint32_t(doubleToF16(mixFma(L))) << 16);
   });
   VOP("v_pk_mul_f32", {
     float lo = pkF32(L, 0, false) * pkF32(L, 1, false);

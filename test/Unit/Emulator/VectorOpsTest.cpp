@@ -177,6 +177,42 @@ TEST(VectorOps, PackedMath) {
   EXPECT_EQ(asf(w.v(15, 0)), 10.0f);
 }
 
+/// v_fma_mix*: each source is f32, or f16 from the half op_sel picks when
+/// op_sel_hi is set; one rounding to the destination type; mixlo/mixhi keep
+/// the other half of the destination.
+TEST(VectorOps, MixedPrecisionFma) {
+  WaveState w =
+      run1("v_fma_mix_f32 v4, v0, v1, v2 op_sel:[0,1,0] op_sel_hi:[0,1,0]\n"
+           "v_fma_mixlo_f16 v5, v0, v3, 0\n"
+           "v_fma_mixhi_f16 v6, -v0, |v7|, v2 op_sel_hi:[0,0,0]\n"
+           "v_fma_mixlo_f16 v8, v9, v9, 0\n",
+           [](WaveState &w) {
+             for (unsigned l = 0; l < 64; ++l) {
+               w.v(0, l) = f(3.0f);
+               w.v(1, l) = 0x44003c00u; // f16 {hi 4.0, lo 1.0}
+               w.v(2, l) = f(0.5f);
+               // 1 + 2^-11 + 2^-20: above the f16 tie between 1 and 1 + 2^-10
+               // only by a bit that a rounding through f32 would keep too, so
+               // the single rounding gives 1 + 2^-10 (0x3c01).
+               w.v(3, l) = f((1.0f + 0x1p-11f + 0x1p-20f) / 3.0f);
+               w.v(5, l) = 0xabcd0000u;
+               w.v(6, l) = 0x0000beefu;
+               w.v(7, l) = f(-2.0f);
+               // 2^-8 squared is 2^-16, below f16's smallest normal: a
+               // denormal.
+               w.v(9, l) = f(0x1p-8f);
+               w.v(8, l) = 0x12340000u;
+             }
+           });
+  // src1 is f16, its high half (op_sel[1]) = 4.0: 3 * 4 + 0.5.
+  EXPECT_EQ(asf(w.v(4, 0)), 12.5f);
+  // 3 * v3 is 1 + 2^-11 + 2^-20 up to f32 rounding, which rounds up in f16.
+  EXPECT_EQ(w.v(5, 0), 0xabcd3c01u);
+  // -3 * |-2| + 0.5 = -5.5 = 0xc580 in the high half; low half kept.
+  EXPECT_EQ(w.v(6, 0), 0xc580beefu);
+  EXPECT_EQ(w.v(8, 0), 0x12340000u | 0x0100u); // 2^-16 = 256 * 2^-24
+}
+
 TEST(VectorOps, DppRowShiftsMasksAndInPlace) {
   WaveState w = run1(
       "v_mov_b32_e32 v1, v0\n"

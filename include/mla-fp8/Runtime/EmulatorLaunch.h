@@ -1,0 +1,69 @@
+//===- EmulatorLaunch.h - run a bundle's kernel on the emulator -*- C++ -*-===//
+//
+// Launches a kernel of a loaded bundle on the gfx9 emulator with host arrays,
+// exactly as a HIP launcher would on a GPU: the manifest gives the kernarg
+// offsets, the workgroup size and the grid. Serving code without an AMD GPU
+// (and the project's end-to-end tests) run kernels through this.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_RUNTIME_EMULATORLAUNCH_H
+#define MLA_FP8_RUNTIME_EMULATORLAUNCH_H
+
+#include "mla-fp8/Runtime/KernelTable.h"
+
+#include "llvm/Support/Error.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace mlir::mlafp8::emu {
+class Emulator;
+struct ExecStats;
+} // namespace mlir::mlafp8::emu
+
+namespace mlir::mlafp8::runtime {
+
+/// One call of a prequant-bmm kernel. Element strides; K and N strides are 1.
+/// X (bf16/f16 bits) element (b, m, k) is at x[b * xStrideB + m * xStrideM +
+/// k]; Y likewise with N. Only the extent the strides reach is copied in and
+/// out, so views into larger tensors work and their other elements are kept.
+struct PrequantBmmCall {
+  int64_t batch = 0;
+  int64_t m = 0;
+  const uint16_t *x = nullptr;
+  int64_t xStrideB = 0, xStrideM = 0;
+  /// (B, N, K) fp8 bits, contiguous.
+  const uint8_t *w = nullptr;
+  /// 1 value (per_tensor kernels) or B (per_batch).
+  const float *wScale = nullptr;
+  /// (B, N) in the output type, or null.
+  const uint16_t *bias = nullptr;
+  uint16_t *y = nullptr;
+  int64_t yStrideB = 0, yStrideM = 0;
+};
+
+/// Runs kernels of loaded bundles on the emulator; decodes each code object
+/// once and reuses it across calls. Safe to call from several threads.
+class EmulatorLauncher {
+public:
+  EmulatorLauncher();
+  ~EmulatorLauncher();
+
+  /// Launches `kernel` for `call` with `threads` emulator worker threads
+  /// (0: one per core). Returns the executed instruction count.
+  llvm::Expected<uint64_t> launch(const KernelEntry &kernel,
+                                  const PrequantBmmCall &call,
+                                  unsigned threads = 0);
+
+private:
+  llvm::Expected<emu::Emulator *> getEmulator(const KernelEntry &kernel);
+
+  std::mutex mutex;
+  std::map<const std::string *, std::unique_ptr<emu::Emulator>> emulators;
+};
+
+} // namespace mlir::mlafp8::runtime
+
+#endif // MLA_FP8_RUNTIME_EMULATORLAUNCH_H
