@@ -237,11 +237,24 @@ template <typename F> Error globalAtomic(Ctx &c, const Inst &I, F op) {
     auto p = c.global(I, lane, addr, 4, true);
     if (!p)
       return p.takeError();
+    uint32_t data = c.vreg(vdata, lane);
+    uint32_t compare = vdata.width > 1 ? c.vreg(vdata, lane, 1) : 0;
     uint32_t old;
-    std::memcpy(&old, *p, 4);
-    uint32_t nv = op(old, c.vreg(vdata, lane),
-                     vdata.width > 1 ? c.vreg(vdata, lane, 1) : 0);
-    std::memcpy(*p, &nv, 4);
+    if (reinterpret_cast<uintptr_t>(*p) % 4 == 0) {
+      // Workgroups may run on several host threads: the read-modify-write is
+      // one host atomic (sequentially consistent, so it also orders the plain
+      // stores and loads around it, like the fences a kernel pairs it with).
+      auto *word = reinterpret_cast<uint32_t *>(*p);
+      old = __atomic_load_n(word, __ATOMIC_SEQ_CST);
+      while (!__atomic_compare_exchange_n(word, &old, op(old, data, compare),
+                                          /*weak=*/false, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_SEQ_CST)) {
+      }
+    } else {
+      std::memcpy(&old, *p, 4);
+      uint32_t nv = op(old, data, compare);
+      std::memcpy(*p, &nv, 4);
+    }
     if (rtn)
       c.vreg(I.ops[0], lane) = old;
     c.stats.bytesLoaded += 4;

@@ -4,6 +4,7 @@
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 dump=%t" | FileCheck %s --check-prefix=BIN
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=buffer_store
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=buffer_store
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=SPLITK
 // RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 format=isa" | FileCheck %s --check-prefix=ASM
@@ -25,9 +26,32 @@
 // ISA-DAG: v_mfma_f32_32x32x16_fp8_fp8
 // ISA: s_endpgm
 
+// V-up at small M splits K across workgroups (512 workgroups at B = 16 on
+// 256 CUs): the partial is stored, released at agent scope, counted with a
+// returning atomic; the last arriver acquires, sums and stores Y.
+// SPLITK-LABEL: _gfx950_m1_16>:
+// SPLITK: v_mfma_f32_16x16x32_fp8_fp8
+// SPLITK: global_store_dwordx4
+// SPLITK: buffer_wbl2 sc1
+// SPLITK: global_atomic_add {{.*}} sc0
+// SPLITK: global_atomic_swap
+// SPLITK: buffer_inv sc1
+// SPLITK: global_load_dwordx4
+// SPLITK: global_store_short
+// SPLITK: s_endpgm
+// SPLITK-LABEL: _gfx950_m17_32>:
+// SPLITK: buffer_wbl2 sc1
+// SPLITK: global_atomic_add {{.*}} sc0
+// SPLITK: buffer_inv sc1
+// SPLITK: s_endpgm
+// Larger M does not split: no atomics.
+// SPLITK-LABEL: _gfx950_m65_128>:
+// SPLITK-NOT: global_atomic
+// SPLITK: s_endpgm
+
 // Every kernel: no spills, no scratch, LDS far below 160 KiB.
 // META: .group_segment_fixed_size: 2112
-// META: .kernarg_segment_size: 80
+// META: .kernarg_segment_size: 88
 // META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_16
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0

@@ -34,13 +34,23 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     the existing columns. With `stages` > 1 the W and X loads of group g + 1
     are issued before group g is computed. Quantization passes whose rows all
     lie past M (a workgroup-uniform test) are skipped: an MFMA output row
-    depends only on its own A row, and rows past M are never stored. `split_k`
-    must be 1 and `occupancy` is informational (LLVM sizes registers from the
-    workgroup size).
+    depends only on its own A row, and rows past M are never stored.
+    `occupancy` is informational (LLVM sizes registers from the workgroup
+    size).
+
+    With `split_k` > 1 the K-groups are divided among `split_k` workgroups per
+    output tile (to fill the chip at small M). Each stores its f32 partial
+    (row scales applied) to the `workspace` argument, fences (release, agent
+    scope) and increments the tile's u32 counter with an agent-scope
+    `llvm.atomicrmw add`; the workgroup that arrives last fences (acquire),
+    adds the partials in split order 0..split_k-1 (deterministic whatever
+    the arrival order), runs the usual epilogue and resets the counter to 0.
+    The caller zeroes the workspace once; every launch leaves it reusable.
+    Layout and size: `MLAFP8ToGPU.h` (`getWorkspaceBytesPerBlock`).
 
     Fails with a diagnostic for an unknown chip, an fp8 format the chip lacks,
-    a missing `tiles`, `split_k` > 1 (not lowered: see mlafp8-select-tiles),
-    a group size below the MFMA's K, or a tile whose LDS exceeds the chip's.
+    a missing `tiles`, `split_k` above the number of K-groups, a group size
+    below the MFMA's K, or a tile whose LDS exceeds the chip's.
 
     Before:
     ```mlir
@@ -62,7 +72,8 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = [
     "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",
-    "::mlir::gpu::GPUDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
   ];
 }

@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -59,6 +60,9 @@ ArrayRef<KernelArgument> mlir::mlafp8::getKernelArguments() {
       {"x_stride_m", 56, 8, "i64", "X stride along m, in elements"},
       {"y_stride_b", 64, 8, "i64", "Y stride along b, in elements"},
       {"y_stride_m", 72, 8, "i64", "Y stride along m, in elements"},
+      {"workspace", 80, 8, "pointer",
+       "split-K partial sums and arrival counters, zeroed once by the caller "
+       "(getWorkspaceBytesPerBlock); may be null when split_k = 1"},
   };
   return arguments;
 }
@@ -68,6 +72,17 @@ std::array<int64_t, 3> mlir::mlafp8::getGridSize(const TileConfig &tile,
                                                  int64_t batch) {
   return {llvm::divideCeil(n, tile.blockN) * tile.splitK,
           llvm::divideCeil(m, tile.blockM), batch};
+}
+
+int64_t mlir::mlafp8::getWorkspaceBytesPerBlock(const TileConfig &tile,
+                                                int64_t n) {
+  if (tile.splitK <= 1)
+    return 0;
+  int64_t nTiles = llvm::divideCeil(n, tile.blockN);
+  int64_t partials = nTiles * tile.splitK * tile.blockM * tile.blockN * 4;
+  // One u32 counter per N tile after the partials; blocks start 256 bytes
+  // apart so that every partial is 16-byte aligned for vector stores.
+  return llvm::alignTo(partials + 4 * nTiles, kWorkspaceAlignment);
 }
 
 std::array<int64_t, 3> mlir::mlafp8::getWorkgroupSize(const TileConfig &tile) {
@@ -99,7 +114,11 @@ struct KernelPlan {
   // columns each; rowsPerPass rows per pass over the workgroup.
   int64_t threads, chunksPerRow, lanesPerRow, chunksPerLane, rowsPerPass,
       passes;
-  int64_t fullGroups, tailColumns;
+  int64_t fullGroups, tailColumns, numGroups;
+  // The most K-groups one workgroup runs: ceil(numGroups / split_k).
+  int64_t maxGroupsPerWorkgroup;
+  // Split-K: N tiles, and f32 elements of one (batch, M tile) workspace block.
+  int64_t nTiles, workspaceBlockElements;
   int64_t xAlign, wAlign;
   int64_t ldsABytes;
 };
@@ -126,10 +145,6 @@ static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipFacts &chip,
     error = message.str();
     return failure();
   };
-  if (tile.splitK != 1)
-    return fail("split_k = " + Twine(tile.splitK) +
-                " is not lowered (cross-workgroup fp32 atomics would make "
-                "results order-dependent); use split_k = 1");
   if (tile.mfma != MfmaShape::M16N16K32 && tile.mfma != MfmaShape::M32N32K16)
     return fail("only the m16n16k32 and m32n32k16 fp8 MFMAs are lowered");
   p.dim = tile.mfma == MfmaShape::M16N16K32 ? 16 : 32;
@@ -166,6 +181,13 @@ static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipFacts &chip,
   p.passes = llvm::divideCeil(tile.blockM, p.rowsPerPass);
   p.fullGroups = p.k / p.groupSize;
   p.tailColumns = p.k % p.groupSize;
+  p.numGroups = p.fullGroups + (p.tailColumns ? 1 : 0);
+  if (tile.splitK > p.numGroups)
+    return fail("split_k = " + Twine(tile.splitK) + " exceeds the " +
+                Twine(p.numGroups) + " K-groups");
+  p.maxGroupsPerWorkgroup = llvm::divideCeil(p.numGroups, tile.splitK);
+  p.nTiles = llvm::divideCeil(p.n, tile.blockN);
+  p.workspaceBlockElements = getWorkspaceBytesPerBlock(tile, p.n) / 4;
   // X rows start at multiples of 8 elements when K is (see the ABI); a W row
   // starts at n * K bytes.
   p.xAlign = p.k % 8 == 0 ? 16 : 2;
@@ -235,15 +257,23 @@ private:
   /// one group ahead when the tile has stages > 1.
   SmallVector<Value> loadGroup(Value k0, bool partial);
   void quantizeRows(ValueRange xChunks);
+  /// The K-groups of this workgroup (all of them, or its split's share).
+  SmallVector<Value> emitGroups(SmallVector<Value> accs);
   void emitEpilogue(ValueRange accs);
+  /// Split-K: stores this workgroup's partial, counts arrivals, and lets the
+  /// last arriver reduce the partials in split order and run the epilogue.
+  void emitSplitEpilogue(ValueRange accs);
+  /// An !llvm.ptr<1> to u32 element `index` of the workspace.
+  Value workspaceCounter(Value index);
 
   ImplicitLocOpBuilder &b;
   const KernelPlan &p;
   // Kernel arguments and workgroup memory.
   Value x, w, ws, bias, y, m, xStrideB, xStrideM, yStrideB, yStrideM;
+  Value workspace;
   Value ldsA, ldsScales;
-  // Ids.
-  Value tid, lane, waveN, waveM, batch, m0, n0;
+  // Ids; `split` is the split-K index (0 without split-K).
+  Value tid, lane, wave, waveN, waveM, batch, mTile, nTile, split, m0, n0;
   VectorType accType;
 };
 } // namespace
@@ -530,7 +560,7 @@ SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs) {
       results.push_back(arith::AddFOp::create(b, acc, scaled));
     }
   }
-  if (p.fullGroups + (p.tailColumns ? 1 : 0) > 1)
+  if (p.maxGroupsPerWorkgroup > 1)
     gpu::BarrierOp::create(b);
   return results;
 }
@@ -597,38 +627,71 @@ void KernelEmitter::emit(gpu::GPUFuncOp func) {
   xStrideM = toIndex(entry.getArgument(7));
   yStrideB = toIndex(entry.getArgument(8));
   yStrideM = toIndex(entry.getArgument(9));
+  workspace = entry.getArgument(10);
   ldsA = func.getWorkgroupAttributions()[0];
   ldsScales = func.getWorkgroupAttributions()[1];
 
   tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
   lane = rem(tid, 64);
-  Value wave = div(tid, 64);
+  wave = div(tid, 64);
   waveN = rem(wave, p.wavesN);
   waveM = div(wave, p.wavesN);
-  n0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::x), p.tile.blockN);
-  m0 = mul(gpu::BlockIdOp::create(b, gpu::Dimension::y), p.tile.blockM);
+  // The splits of one output tile are adjacent along x (x = tile * split_k +
+  // split), so they are dispatched close together.
+  Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  nTile = p.tile.splitK == 1 ? blockX : div(blockX, p.tile.splitK);
+  split = p.tile.splitK == 1 ? Value() : rem(blockX, p.tile.splitK);
+  n0 = mul(nTile, p.tile.blockN);
+  mTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  m0 = mul(mTile, p.tile.blockM);
   batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
 
   accType = VectorType::get({p.dim == 16 ? 4 : 16}, b.getF32Type());
   Value zero = arith::ConstantOp::create(
       b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
-  SmallVector<Value> accs(p.mtPerWave * p.ntPerWave, zero);
+  SmallVector<Value> accs =
+      emitGroups(SmallVector<Value>(p.mtPerWave * p.ntPerWave, zero));
+  if (p.tile.splitK == 1)
+    emitEpilogue(accs);
+  else
+    emitSplitEpilogue(accs);
+  gpu::ReturnOp::create(b);
+}
 
-  if (p.fullGroups == 1) {
-    accs = emitGroup(loadGroup(cst(0), /*partial=*/false), accs);
-  } else if (p.fullGroups > 1) {
+SmallVector<Value> KernelEmitter::emitGroups(SmallVector<Value> accs) {
+  // Split s runs groups [s * numGroups / split_k, (s + 1) * numGroups /
+  // split_k): every split gets at least one group (split_k <= numGroups). A
+  // partial last group belongs to the last split.
+  Value kBegin = cst(0), kEnd = cst(p.fullGroups * p.groupSize);
+  std::optional<int64_t> count = p.fullGroups;
+  if (split) {
+    Value gBegin = div(mul(split, p.numGroups), p.tile.splitK);
+    Value gEnd = div(mul(add(split, 1), p.numGroups), p.tile.splitK);
+    if (p.tailColumns != 0)
+      gEnd = minIdx(gEnd, cst(p.fullGroups));
+    kBegin = mul(gBegin, p.groupSize);
+    kEnd = mul(gEnd, p.groupSize);
+    count = std::nullopt;
+    if (p.tailColumns == 0 && p.numGroups % p.tile.splitK == 0)
+      count = p.numGroups / p.tile.splitK;
+  }
+
+  if (count == 1) {
+    accs = emitGroup(loadGroup(kBegin, /*partial=*/false), accs);
+  } else if (count != 0 && p.fullGroups > 0) {
     // With stages > 1 the loads of group g + 1 are issued before group g is
     // computed (clamped to the last full group, which the last iteration
-    // loads again: in bounds and unused).
+    // loads again: in bounds and unused; also when a split has no full group
+    // and the loop runs zero times).
     bool prefetch = p.tile.stages > 1;
+    int64_t lastK0 = (p.fullGroups - 1) * p.groupSize;
     SmallVector<Value> init(accs);
     if (prefetch) {
-      SmallVector<Value> first = loadGroup(cst(0), /*partial=*/false);
+      Value firstK0 = split ? minIdx(kBegin, cst(lastK0)) : kBegin;
+      SmallVector<Value> first = loadGroup(firstK0, /*partial=*/false);
       init.append(first);
     }
-    int64_t lastK0 = (p.fullGroups - 1) * p.groupSize;
-    auto loop = scf::ForOp::create(b, cst(0), cst(p.fullGroups * p.groupSize),
-                                   cst(p.groupSize), init);
+    auto loop = scf::ForOp::create(b, kBegin, kEnd, cst(p.groupSize), init);
     {
       OpBuilder::InsertionGuard guard(b);
       Block *body = loop.getBody();
@@ -653,11 +716,132 @@ void KernelEmitter::emit(gpu::GPUFuncOp func) {
     }
     accs = SmallVector<Value>(loop.getResults().take_front(accs.size()));
   }
-  if (p.tailColumns != 0)
-    accs = emitGroup(
-        loadGroup(cst(p.fullGroups * p.groupSize), /*partial=*/true), accs);
-  emitEpilogue(accs);
-  gpu::ReturnOp::create(b);
+  if (p.tailColumns == 0)
+    return accs;
+  auto tailGroup = [&](ValueRange current) {
+    return emitGroup(
+        loadGroup(cst(p.fullGroups * p.groupSize), /*partial=*/true), current);
+  };
+  if (!split)
+    return tailGroup(accs);
+  // Only the last split runs the partial group (a workgroup-uniform branch).
+  Value isLastSplit = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, split,
+                                            cst(p.tile.splitK - 1));
+  SmallVector<Type> types(accs.size(), accType);
+  auto ifOp = scf::IfOp::create(b, types, isLastSplit, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(ifOp.thenBlock());
+    scf::YieldOp::create(b, tailGroup(accs));
+    b.setInsertionPointToEnd(ifOp.elseBlock());
+    scf::YieldOp::create(b, accs);
+  }
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+Value KernelEmitter::workspaceCounter(Value index) {
+  // memref.atomic_rmw has no memory scope (it would be system-wide, writing
+  // back the whole L2): the counter is updated with an agent-scope LLVM
+  // atomic on the workspace's raw pointer.
+  MLIRContext *context = b.getContext();
+  Type i64Type = b.getI64Type();
+  auto ptrType = LLVM::LLVMPointerType::get(context, 1);
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, workspace);
+  base = arith::IndexCastOp::create(b, i64Type, base);
+  base = LLVM::IntToPtrOp::create(b, ptrType, base);
+  Value offset = arith::IndexCastOp::create(b, i64Type, index);
+  return LLVM::GEPOp::create(b, ptrType, b.getI32Type(), base,
+                             ValueRange{offset});
+}
+
+void KernelEmitter::emitSplitEpilogue(ValueRange accs) {
+  int64_t elements = p.dim == 16 ? 4 : 16;
+  int64_t tileElements = p.tile.blockM * p.tile.blockN;
+  int64_t splitK = p.tile.splitK;
+  // Workspace block of (batch, M tile): [N tile][split][tile] f32 partials,
+  // then one u32 counter per N tile (MLAFP8ToGPU.h). Inside a partial tile,
+  // each lane's accumulators lie contiguously in register order: [wave]
+  // [accumulator][lane][element], one 16-byte access per 4 elements.
+  Value mTiles = div(add(m, p.tile.blockM - 1), p.tile.blockM);
+  Value blockBase =
+      mul(add(mul(batch, mTiles), mTile), p.workspaceBlockElements);
+  Value tilesBase = add(blockBase, mul(nTile, splitK * tileElements));
+  Value laneOffset =
+      add(mul(wave, int64_t(accs.size()) * 64 * elements), mul(lane, elements));
+  auto partialOffset = [&](Value s, int64_t acc) {
+    return add(add(tilesBase, mul(s, tileElements)),
+               add(laneOffset, acc * 64 * elements));
+  };
+  for (auto [index, acc] : llvm::enumerate(accs)) {
+    auto store = vector::StoreOp::create(
+        b, acc, workspace, ValueRange{partialOffset(split, index)});
+    store.setAlignment(uint64_t(16));
+  }
+  // Every lane's partial is visible device-wide before the workgroup counts
+  // itself in.
+  LLVM::FenceOp::create(b, LLVM::AtomicOrdering::release, "agent");
+  gpu::BarrierOp::create(b);
+
+  // One lane counts the arrival; the last of the split_k arrivals resets the
+  // counter (the workspace is reusable without re-zeroing) and tells the
+  // workgroup through LDS (ldsScales is free: every wave has passed the
+  // barrier above, after its last read of the scales).
+  Value counterIndex =
+      add(add(blockBase, p.nTiles * splitK * tileElements), nTile);
+  Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cst(0));
+  emitIf(first, [&] {
+    Value counter = workspaceCounter(counterIndex);
+    Value one = arith::ConstantOp::create(b, b.getI32IntegerAttr(1));
+    Value old =
+        LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::add, counter, one,
+                                  LLVM::AtomicOrdering::monotonic, "agent");
+    Value last = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq, old,
+        arith::ConstantOp::create(b, b.getI32IntegerAttr(splitK - 1)));
+    emitIf(last, [&] {
+      Value zero = arith::ConstantOp::create(b, b.getI32IntegerAttr(0));
+      LLVM::AtomicRMWOp::create(b, LLVM::AtomicBinOp::xchg, counter, zero,
+                                LLVM::AtomicOrdering::monotonic, "agent");
+    });
+    Value flag = arith::SelectOp::create(b, last, f32(1.0f), f32(0.0f));
+    memref::StoreOp::create(b, flag, ldsScales, ValueRange{cst(0)});
+  });
+  gpu::BarrierOp::create(b);
+  Value flag = memref::LoadOp::create(b, ldsScales, ValueRange{cst(0)});
+  Value isLast =
+      arith::CmpFOp::create(b, arith::CmpFPredicate::OEQ, flag, f32(1.0f));
+  emitIf(isLast, [&] {
+    // The other splits' partials, released before their counts.
+    LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acquire, "agent");
+    // Sum in split order 0, 1, ..., split_k - 1 whatever the arrival order:
+    // the same bits every run. This workgroup's own partial comes from its
+    // registers, at its place in that order.
+    SmallVector<Value> totals;
+    for (auto [index, acc] : llvm::enumerate(accs)) {
+      Value total;
+      for (int64_t s = 0; s < splitK; ++s) {
+        Value mine =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, split, cst(s));
+        auto ifOp = scf::IfOp::create(b, TypeRange{accType}, mine,
+                                      /*withElseRegion=*/true);
+        {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToEnd(ifOp.thenBlock());
+          scf::YieldOp::create(b, acc);
+          b.setInsertionPointToEnd(ifOp.elseBlock());
+          auto load = vector::LoadOp::create(
+              b, accType, workspace, ValueRange{partialOffset(cst(s), index)});
+          load.setAlignment(uint64_t(16));
+          scf::YieldOp::create(b, load.getResult());
+        }
+        Value part = ifOp.getResult(0);
+        total =
+            total ? arith::AddFOp::create(b, total, part).getResult() : part;
+      }
+      totals.push_back(total);
+    }
+    emitEpilogue(totals);
+  });
 }
 
 /// Creates the kernel of `plan` named `name` at the end of `module`.
@@ -677,6 +861,7 @@ static gpu::GPUFuncOp buildKernel(gpu::GPUModuleOp module, Location loc,
   SmallVector<Type> inputs = {flat(plan.xType), flat(i8Type), flat(f32Type),
                               flat(plan.yType), flat(plan.yType)};
   inputs.append(5, i64Type);
+  inputs.push_back(flat(f32Type));
   auto type = FunctionType::get(context, inputs, {});
   SmallVector<Type> lds = {
       MemRefType::get({plan.ldsABytes}, i8Type, MemRefLayoutAttrInterface(),

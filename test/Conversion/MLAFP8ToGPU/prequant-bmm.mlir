@@ -12,7 +12,8 @@
 // CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>,
 // CHECK-SAME: %[[BIAS:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
 // CHECK-SAME: %[[Y:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
-// CHECK-SAME: %[[M:[^:]+]]: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64)
+// CHECK-SAME: %[[M:[^:]+]]: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64,
+// CHECK-SAME: %{{.+}}: memref<2147483647xf32, #gpu.address_space<global>>)
 // CHECK-SAME: workgroup(%[[LDSA:.+]] : memref<2048xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 64, 1, 1>}
 // W: 16-byte loads straight into MFMA B operands (two units per lane).

@@ -5,13 +5,17 @@
 // CHECK-LABEL: func.func @vup
 // CHECK: mlafp8.prequant_bmm
 // CHECK: gpu.module @vup_kernels
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_16(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64)
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_16(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
 // CHECK-SAME: gpu.kernel
 // CHECK-SAME: rocdl.kernel
 // CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 64, 1, 1>
 // CHECK: rocdl.cvt.pk.fp8.f32
 // CHECK: rocdl.barrier
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
+// Split-K (the table's m1_16 V-up tile): agent-scope fences and counter.
+// CHECK: llvm.fence syncscope("agent") release
+// CHECK: llvm.atomicrmw add %{{.+}}, %{{.+}} syncscope("agent") monotonic
+// CHECK: llvm.fence syncscope("agent") acquire
 // CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m513_inf
 // CHECK: rocdl.mfma.f32.32x32x16.fp8.fp8
 func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,

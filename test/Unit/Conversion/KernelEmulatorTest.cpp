@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 using namespace mlir;
@@ -39,6 +40,10 @@ struct Case {
   int64_t xRowPadding = 0;
   /// Explicit tiles (attribute text); empty: mlafp8-select-tiles.
   std::vector<TileConfig> tiles;
+  /// Emulator threads of each run: every M is launched once per entry, on
+  /// the same (never re-zeroed) workspace, and every run must give the same
+  /// bits. More threads change the order in which workgroups finish.
+  std::vector<unsigned> threads = {2};
 };
 
 std::string printTile(const TileConfig &t) {
@@ -49,7 +54,8 @@ std::string printTile(const TileConfig &t) {
          ", block_m = " + std::to_string(t.blockM) +
          ", block_n = " + std::to_string(t.blockN) +
          ", waves = " + std::to_string(t.waves) + ", mfma = " + mfma +
-         ", split_k = 1, stages = " + stages + ", occupancy = 2>";
+         ", split_k = " + std::to_string(t.splitK) + ", stages = " + stages +
+         ", occupancy = 2>";
 }
 
 /// The MLIR source of one prequant_bmm for `c`.
@@ -125,8 +131,9 @@ double ulpOf(double v, bool f16) {
   return std::ldexp(1.0, std::ilogb(v) - mantissa);
 }
 
-/// Runs every M of `c` and checks Y element by element.
-void runCase(const Case &c) {
+/// Runs every M of `c`, checks Y element by element, and counts the split-K
+/// launches in `splitLaunches`.
+void runCaseImpl(const Case &c, int64_t &splitLaunches) {
   std::string code = compile(c);
   ASSERT_FALSE(code.empty()) << "compilation failed:\n" << buildSource(c);
   auto codeObject = emu::CodeObject::fromBytes(ArrayRef<uint8_t>(
@@ -218,6 +225,15 @@ void runCase(const Case &c) {
     uint64_t xAddr = map("X", x, true), wAddr = map("W", w, true),
              wsAddr = map("ws", ws, true), yAddr = map("Y", y, false);
     uint64_t biasAddr = c.bias ? map("bias", bias, true) : 0;
+    // The split-K workspace, zeroed once (the contract in MLAFP8ToGPU.h);
+    // null without split-K.
+    int64_t mTiles = llvm::divideCeil(M, tile->blockM);
+    int64_t blockBytes = getWorkspaceBytesPerBlock(*tile, N);
+    ASSERT_EQ(blockBytes == 0, tile->splitK == 1);
+    ASSERT_EQ(blockBytes % kWorkspaceAlignment, 0);
+    std::vector<uint8_t> workspace(B * mTiles * blockBytes, 0);
+    uint64_t workspaceAddr =
+        workspace.empty() ? 0 : map("workspace", workspace, false);
 
     emu::DispatchConfig config;
     std::array<int64_t, 3> grid = getGridSize(*tile, N, M, B);
@@ -225,26 +241,64 @@ void runCase(const Case &c) {
     config.gridWorkgroups = {uint32_t(grid[0]), uint32_t(grid[1]),
                              uint32_t(grid[2])};
     config.workgroupSize = {uint32_t(block[0]), 1, 1};
-    config.threads = 2;
     std::vector<emu::KernelArg> kernelArgs = {
-        emu::KernelArg::pointer(xAddr),  emu::KernelArg::pointer(wAddr),
-        emu::KernelArg::pointer(wsAddr), emu::KernelArg::pointer(biasAddr),
-        emu::KernelArg::pointer(yAddr),  emu::KernelArg::i64(M),
-        emu::KernelArg::i64(xStrideB),   emu::KernelArg::i64(xStrideM),
-        emu::KernelArg::i64(yStrideB),   emu::KernelArg::i64(yStrideM)};
+        emu::KernelArg::pointer(xAddr),
+        emu::KernelArg::pointer(wAddr),
+        emu::KernelArg::pointer(wsAddr),
+        emu::KernelArg::pointer(biasAddr),
+        emu::KernelArg::pointer(yAddr),
+        emu::KernelArg::i64(M),
+        emu::KernelArg::i64(xStrideB),
+        emu::KernelArg::i64(xStrideM),
+        emu::KernelArg::i64(yStrideB),
+        emu::KernelArg::i64(yStrideM),
+        emu::KernelArg::pointer(workspaceAddr)};
     std::vector<uint8_t> packed = emu::packKernelArgs(kernelArgs);
     ASSERT_EQ(packed.size(), kKernelArgBytes);
     ASSERT_EQ(getKernelArguments().size(), kernelArgs.size());
     for (auto [index, argument] : llvm::enumerate(getKernelArguments()))
       ASSERT_EQ(argument.offset, 8 * index);
-    if (M > 0) {
-      auto stats = (*emulator)->dispatch(kernel, config, packed, memory);
-      ASSERT_TRUE(static_cast<bool>(stats))
-          << kernel << ": " << llvm::toString(stats.takeError());
+
+    std::vector<uint16_t> firstRun;
+    for (unsigned threads : c.threads) {
+      SCOPED_TRACE("threads = " + std::to_string(threads));
+      std::fill(y.begin(), y.end(), sentinel);
+      llvm::cantFail(memory.write(
+          yAddr, ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(y.data()),
+                                   y.size() * 2)));
+      config.threads = threads;
+      if (M > 0) {
+        auto stats = (*emulator)->dispatch(kernel, config, packed, memory);
+        ASSERT_TRUE(static_cast<bool>(stats))
+            << kernel << ": " << llvm::toString(stats.takeError());
+        if (tile->splitK > 1)
+          ++splitLaunches;
+      }
+      llvm::cantFail(memory.read(
+          yAddr, MutableArrayRef<uint8_t>(reinterpret_cast<uint8_t *>(y.data()),
+                                          y.size() * 2)));
+      // Same bits whatever order the workgroups ran in.
+      if (firstRun.empty())
+        firstRun = y;
+      else
+        ASSERT_TRUE(firstRun == y) << kernel << ": Y differs between runs";
+      // Every arrival counter is back to 0: the workspace is reusable.
+      if (!workspace.empty()) {
+        llvm::cantFail(memory.read(workspaceAddr, workspace));
+        int64_t nTiles = llvm::divideCeil(N, tile->blockN);
+        int64_t counters =
+            nTiles * tile->splitK * tile->blockM * tile->blockN * 4;
+        for (int64_t blockIndex = 0; blockIndex < B * mTiles; ++blockIndex)
+          for (int64_t t = 0; t < nTiles; ++t) {
+            uint32_t counter;
+            std::memcpy(&counter,
+                        &workspace[blockIndex * blockBytes + counters + 4 * t],
+                        4);
+            ASSERT_EQ(counter, 0u) << kernel << ": counter of block "
+                                   << blockIndex << ", tile " << t;
+          }
+      }
     }
-    llvm::cantFail(memory.read(
-        yAddr, MutableArrayRef<uint8_t>(reinterpret_cast<uint8_t *>(y.data()),
-                                        y.size() * 2)));
 
     double maxRef = 0;
     for (double r : ref)
@@ -271,6 +325,14 @@ void runCase(const Case &c) {
     EXPECT_EQ(unwritten, 0) << kernel;
     EXPECT_EQ(failures, 0) << kernel << ": first " << first;
   }
+}
+
+/// Runs every M of `c` and checks Y element by element; returns the number
+/// of split-K launches.
+int64_t runCase(const Case &c) {
+  int64_t splitLaunches = 0;
+  runCaseImpl(c, splitLaunches);
+  return splitLaunches;
 }
 
 TEST(KernelEmulator, KUpGfx942EveryRange) {
@@ -357,6 +419,64 @@ TEST(KernelEmulator, SmallGroupsUse8ByteUnits) {
   c.groupSize = 16;
   c.tiles = {{1, 0, 32, 32, 1, MfmaShape::M32N32K16}};
   runCase(c);
+}
+
+TEST(KernelEmulator, VUpSplitKGfx942) {
+  // The table splits K 4 ways for M <= 32 and 2 ways for M = 33..64: Y must
+  // match the reference and be bitwise the same with 1 and 4 emulator
+  // threads (different arrival orders), on a workspace zeroed only once.
+  Case c;
+  c.N = 128;
+  c.K = 512;
+  c.B = 4;
+  c.ms = {1, 5, 16, 17, 23, 32, 40, 64};
+  c.threads = {1, 4, 4};
+  EXPECT_EQ(runCase(c), 8 * 3);
+}
+
+TEST(KernelEmulator, VUpSplitKGfx950) {
+  Case c;
+  c.chip = "gfx950";
+  c.N = 128;
+  c.K = 512;
+  c.B = 4;
+  c.ms = {1, 9, 17, 32};
+  c.threads = {1, 4, 4};
+  EXPECT_EQ(runCase(c), 4 * 3);
+}
+
+TEST(KernelEmulator, SplitKPerBatchBiasF16TokenMajor) {
+  for (const char *chip : {"gfx942", "gfx950"}) {
+    SCOPED_TRACE(chip);
+    Case c;
+    c.chip = chip;
+    c.N = 128;
+    c.K = 512;
+    c.B = 3;
+    c.perBatch = c.bias = c.f16 = true;
+    c.xTokenMajor = c.yTokenMajor = true;
+    c.ms = {1, 13, 30};
+    c.threads = {1, 4};
+    EXPECT_EQ(runCase(c), 3 * 2);
+  }
+}
+
+TEST(KernelEmulator, SplitKUnevenWithPartialGroupAndPrefetch) {
+  // K = 456: three full groups and a 72-column tail (4 groups). split_k = 3
+  // gives the splits groups {0}, {1}, {2, tail}; split_k = 2 gives {0, 1}
+  // and {2, tail}, with the next group's loads in flight; N = 96 leaves an N
+  // tail in the 64-wide tiles; four waves with 32x32x16 MFMAs.
+  Case c;
+  c.N = 96;
+  c.K = 456;
+  c.ms = {2, 16, 40, 70};
+  c.tiles = {{1, 16, 16, 32, 2, MfmaShape::M16N16K32, 3, 2},
+             {17, 0, 64, 64, 4, MfmaShape::M32N32K16, 2, 2}};
+  c.threads = {1, 4};
+  EXPECT_EQ(runCase(c), 4 * 2);
+  c.chip = "gfx950";
+  c.bias = true;
+  EXPECT_EQ(runCase(c), 4 * 2);
 }
 
 } // namespace

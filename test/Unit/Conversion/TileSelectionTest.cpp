@@ -11,16 +11,17 @@ using llvm::StringRef;
 namespace {
 
 /// Every selection covers M = 1.. without gaps, ends unbounded, fits the LDS
-/// and never splits K.
+/// and splits K at most `maxSplitK` ways.
 void expectWellFormed(const TileSelection &selection, StringRef chip,
-                      int64_t groupSize) {
+                      int64_t groupSize, int64_t maxSplitK = 1) {
   std::optional<ChipFacts> facts = lookupChipFacts(chip);
   ASSERT_TRUE(facts);
   ASSERT_FALSE(selection.tiles.empty());
   int64_t next = 1;
   for (const TileConfig &tile : selection.tiles) {
     EXPECT_EQ(tile.minM, next);
-    EXPECT_EQ(tile.splitK, 1);
+    EXPECT_GE(tile.splitK, 1);
+    EXPECT_LE(tile.splitK, maxSplitK);
     EXPECT_LE(getTileLDSBytes(tile, groupSize), facts->ldsBytesPerWorkgroup);
     int64_t dim = tile.mfma == MfmaShape::M16N16K32 ? 16 : 32;
     EXPECT_EQ(tile.blockM % dim, 0);
@@ -38,7 +39,8 @@ TEST(TileSelection, DeepSeekShapesComeFromTheTable) {
       ASSERT_TRUE(static_cast<bool>(selection))
           << llvm::toString(selection.takeError());
       EXPECT_EQ(selection->source, TileSource::Table);
-      expectWellFormed(*selection, chip, 128);
+      // split_k never exceeds the K-groups (K-up has one).
+      expectWellFormed(*selection, chip, 128, k / 128);
     }
 }
 
@@ -54,10 +56,31 @@ TEST(TileSelection, SmallMFillsTheChip) {
               lookupChipFacts(chip)->numCUs);
     EXPECT_EQ(countWorkgroups(*tile, 512, 1, 16), 512);
   }
-  // V-up: 8 N tiles x 16 heads; narrower than 16 is not possible.
-  auto vup = selectTiles("gfx942", 128, 512, 128);
-  ASSERT_TRUE(static_cast<bool>(vup));
-  EXPECT_EQ(countWorkgroups(*findTileForM(vup->tiles, 1), 128, 1, 16), 128);
+  // V-up: 8 N tiles of 16 x 16 heads is only 128 workgroups; split-K over
+  // the 4 K-groups makes it 512 up to M = 32 on both chips.
+  for (StringRef chip : {"gfx942", "gfx950"}) {
+    auto vup = selectTiles(chip, 128, 512, 128);
+    ASSERT_TRUE(static_cast<bool>(vup));
+    for (int64_t m : {1, 16, 17, 32}) {
+      const TileConfig *tile = findTileForM(vup->tiles, m);
+      ASSERT_NE(tile, nullptr);
+      EXPECT_EQ(tile->splitK, 4) << chip.str() << " M = " << m;
+      EXPECT_EQ(countWorkgroups(*tile, 128, m, 16), 512);
+      EXPECT_GE(countWorkgroups(*tile, 128, m, 16),
+                lookupChipFacts(chip)->numCUs);
+    }
+    // The top of every larger range gives at least 256 workgroups (one per
+    // CU on gfx950).
+    for (int64_t m : {64, 128, 256, 512, 1024})
+      EXPECT_GE(countWorkgroups(*findTileForM(vup->tiles, m), 128, m, 16), 256)
+          << chip.str() << " M = " << m;
+  }
+  // gfx942 (304 CUs) also splits M = 33..64 two ways: 512 workgroups.
+  auto vup942 = selectTiles("gfx942", 128, 512, 128);
+  ASSERT_TRUE(static_cast<bool>(vup942));
+  EXPECT_EQ(findTileForM(vup942->tiles, 40)->splitK, 2);
+  EXPECT_EQ(countWorkgroups(*findTileForM(vup942->tiles, 64), 128, 64, 16),
+            512);
 }
 
 TEST(TileSelection, EveryMHasATile) {

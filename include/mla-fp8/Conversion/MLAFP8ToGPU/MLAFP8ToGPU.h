@@ -17,9 +17,33 @@
 //   7    56              i64           x_stride_m (elements)
 //   8    64              i64           y_stride_b (elements)
 //   9    72              i64           y_stride_m (elements)
-// 80 bytes of explicit kernel arguments. Workgroup: (64 * waves, 1, 1).
+//   10   80              ptr (global)  workspace, split-K only (below); may
+//                                      be null (never read) when split_k = 1
+// 88 bytes of explicit kernel arguments. Workgroup: (64 * waves, 1, 1).
 // Grid in workgroups: x = ceil(N / block_n) * split_k, y = ceil(M / block_m),
-// z = B. M = 0 means no launch (an empty grid).
+// z = B. M = 0 means no launch (an empty grid). Workgroup x runs N tile
+// x / split_k and split x % split_k, which covers K-groups
+// [s * G / split_k, (s + 1) * G / split_k) of the G = ceil(K / group_size)
+// groups (a partial last group goes to the last split).
+//
+// Split-K workspace (split_k > 1). It is made of blocks of
+// getWorkspaceBytesPerBlock(tile, N) bytes, one per (b, M tile), block
+// index b * ceil(M / block_m) + M tile: B * ceil(M / block_m) blocks in all,
+// the base 256-byte aligned. A block holds, for each N tile t and split s,
+// the f32 partial tile at element (t * split_k + s) * block_m * block_n
+// (already multiplied by the row scales, before the descale and bias; lanes'
+// accumulators in register order), then one u32 arrival counter per N tile
+// at element ceil(N / block_n) * split_k * block_m * block_n + t.
+// Each workgroup stores its partial, fences (release, agent scope) and adds 1
+// to its counter; the one that reads split_k - 1 is the last: it fences
+// (acquire), sums the split_k partials in split order 0, 1, ..., split_k - 1
+// (so the result has the same bits whatever order the workgroups ran in),
+// applies the descale and bias, rounds once and stores Y, and sets the
+// counter back to 0.
+// Zero-once contract: the caller zeroes the workspace (at least the counters)
+// once, when it allocates it; every launch leaves all counters at 0 again,
+// so later launches, graph replays included, need no memset. Launches that
+// share a workspace must not run concurrently.
 // When K is a multiple of 8, X rows are read with 16-byte loads: the X base
 // must be 16-byte aligned and x_stride_b, x_stride_m multiples of 8.
 //
@@ -37,7 +61,10 @@
 namespace mlir::mlafp8 {
 
 /// Size in bytes of the explicit kernel arguments of every kernel.
-inline constexpr unsigned kKernelArgBytes = 80;
+inline constexpr unsigned kKernelArgBytes = 88;
+
+/// Alignment in bytes of the split-K workspace and of each of its blocks.
+inline constexpr int64_t kWorkspaceAlignment = 256;
 
 /// One explicit kernel argument (the ABI above), for launchers and manifests.
 struct KernelArgument {
@@ -57,6 +84,12 @@ ArrayRef<KernelArgument> getKernelArguments();
 /// ceil(M / block_m), B); y is 0 when M is 0 (launch nothing).
 std::array<int64_t, 3> getGridSize(const TileConfig &tile, int64_t n, int64_t m,
                                    int64_t batch);
+
+/// The split-K workspace bytes of one (batch element, M tile) block of the
+/// kernel of `tile` for N = `n` (the layout above), a multiple of
+/// kWorkspaceAlignment; 0 when split_k is 1. A launch needs
+/// B * ceil(M / block_m) times this, zeroed once.
+int64_t getWorkspaceBytesPerBlock(const TileConfig &tile, int64_t n);
 
 /// The workgroup size in work-items: (64 * waves, 1, 1).
 std::array<int64_t, 3> getWorkgroupSize(const TileConfig &tile);

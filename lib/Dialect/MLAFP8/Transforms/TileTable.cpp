@@ -8,12 +8,13 @@
 //
 // Decode is bound by launch latency and by how many CUs the grid keeps busy,
 // not by arithmetic (SPEC.md), so small M uses narrow N tiles to fill the
-// chip. Split-K is not used (split_k = 1 everywhere): adding partial sums from
-// several workgroups needs fp32 atomics into a zeroed buffer plus a second
-// kernel to round to bf16/f16, and the atomics' order makes results differ
-// from run to run. Narrow N tiles fill the chip without either cost; what
-// they cost instead is that each N tile re-reads and re-quantizes its X rows,
-// which is cheap at decode sizes (X is KiBs, W is 1 MiB).
+// chip; what they cost is that each N tile re-reads and re-quantizes its X
+// rows, which is cheap at decode sizes (X is KiBs, W is 1 MiB). When even the
+// narrowest tile leaves CUs idle (V-up: N = 128 is only 8 tiles of 16), the
+// K-groups are split across workgroups (split_k): each stores an f32 partial
+// to a workspace and the last to arrive sums them in split order, so results
+// are deterministic (MLAFP8ToGPU.h). Split-K costs a workspace round trip
+// (block_m x block_n f32 per split) and one atomic per workgroup.
 //
 // Waves split the N side of the tile first (one W slice each, no W sharing
 // through LDS needed); the remaining waves split M.
@@ -58,15 +59,16 @@ static const TileConfig gfx942KUp[] = {
 
 // gfx942, V-up: N = 128, K = 512, four groups.
 static const TileConfig gfx942VUp[] = {
-    // 16-column tiles: 8 N tiles x 16 = 128 workgroups at M = 1. The chip is
-    // not full (128 of 304 CUs), but the only way to go further is split-K
-    // over the 4 groups, which needs fp32 atomics (see the header); each
-    // workgroup's chain is short (4 groups x 4 MFMAs).
-    {1, 16, 16, 16, 1, k16, 1, 2},
-    // 32 rows per tile: W fragments reused twice; 128 workgroups.
-    {17, 32, 32, 16, 1, k16, 1, 2},
-    // 256 workgroups at M = 64 (2 M tiles).
-    {33, 64, 32, 16, 1, k16, 1, 2},
+    // 16-column tiles split 4 ways over the 4 K-groups: 8 N tiles x 4 splits
+    // x 16 = 512 workgroups at M = 1 (1.7 per CU of 304; without split-K,
+    // 128 would leave 176 CUs idle). One group per workgroup: no prefetch.
+    {1, 16, 16, 16, 1, k16, 4, 1},
+    // 32 rows per tile, W fragments reused twice; split 4 ways: 512
+    // workgroups (128 without split-K).
+    {17, 32, 32, 16, 1, k16, 4, 1},
+    // 2 M tiles at M = 33..64, split 2 ways (two groups each, the second
+    // prefetched): 512 workgroups instead of 256 of 304 CUs.
+    {33, 64, 32, 16, 1, k16, 2, 2},
     // 32x32, two waves: 256 workgroups at M = 128.
     {65, 128, 32, 32, 2, k16, 1, 2},
     // 64x32: each wave 64x16, 256 workgroups at M = 256.
@@ -98,10 +100,11 @@ static const TileConfig gfx950KUp[] = {
 
 // gfx950, V-up.
 static const TileConfig gfx950VUp[] = {
-    // 128 workgroups at M = 1 (half the chip; split-K would need atomics).
-    {1, 16, 16, 16, 1, k16, 1, 2},
-    // 128 workgroups, W fragments reused twice.
-    {17, 32, 32, 16, 1, k16, 1, 2},
+    // Split 4 ways over the 4 K-groups: 8 x 4 x 16 = 512 workgroups at M = 1,
+    // 2 per CU (128 without split-K: half the chip idle).
+    {1, 16, 16, 16, 1, k16, 4, 1},
+    // W fragments reused twice; split 4 ways: 512 workgroups (128 without).
+    {17, 32, 32, 16, 1, k16, 4, 1},
     // 256 workgroups at M = 64: one per CU.
     {33, 64, 32, 16, 1, k16, 1, 2},
     // 256 workgroups at M = 128.
