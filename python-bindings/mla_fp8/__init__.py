@@ -28,10 +28,13 @@ Modules
 ``aot``        compile_spec / generate_bundle (when the build has the
                ahead-of-time generator; see ``HAS_AOT``)
 
-The launch path (a drop-in for the serving frameworks' fp8 bmm call, on HIP
-or on the gfx9 emulator) will be ``serving``: it takes the same raw-bit
-arrays, picks the kernel with ``Bundle.find_kernel`` and packs the kernel
-arguments at ``Kernel.arg_offsets``.
+``weights``    quantize_weights_for_chip, convert_ocp_weights_for_chip
+``emulator``   run_kernel_emulated: a bundle kernel on the gfx9 emulator
+``hip``        the HIP launcher (ctypes, libamdhip64.so found at run time)
+``serving``    the drop-in call
+               batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant
+               (numpy arrays: emulator; torch tensors on ROCm: HIP) and
+               set_bundle / get_bundle
 """
 
 from . import _mla_fp8
@@ -42,6 +45,13 @@ from .reference import (reference_prequant_bmm, quantize_weights,
                         reencode_e4m3fn_to_fnuz)
 from .ir import parse_and_print, run_pipeline
 from .bundle import Bundle, BundleError, Kernel, load_bundle
+from .weights import (fp8_format_for_chip, quantize_weights_for_chip,
+                      convert_ocp_weights_for_chip)
+from .emulator import run_kernel_emulated
+from .serving import (
+    batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant,
+    set_bundle, get_bundle, BundleNotFoundError)
+from .hip import HipError, HipUnavailableError
 
 #: Whether compile_spec and generate_bundle are available in this build.
 HAS_AOT = bool(getattr(_mla_fp8, "has_aot", False))
@@ -51,7 +61,12 @@ __all__ = [
     "from_f16_bits", "quantize_fp8", "dequantize_fp8",
     "reference_prequant_bmm", "quantize_weights", "reencode_e4m3fn_to_fnuz",
     "parse_and_print", "run_pipeline", "Bundle", "BundleError", "Kernel",
-    "load_bundle", "HAS_AOT",
+    "load_bundle", "HAS_AOT", "fp8_format_for_chip",
+    "quantize_weights_for_chip", "convert_ocp_weights_for_chip",
+    "run_kernel_emulated",
+    "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
+    "set_bundle", "get_bundle", "BundleNotFoundError", "HipError",
+    "HipUnavailableError",
 ]
 
 if HAS_AOT:

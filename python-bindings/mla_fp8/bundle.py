@@ -5,6 +5,7 @@ kernels), the symbol, the workgroup size, the grid for (M, B) and the kernarg
 layout. docs/manifest.md describes the bundle.
 """
 
+import json
 import os
 
 from . import _mla_fp8
@@ -29,6 +30,8 @@ class Kernel:
       args: list of dicts (name, offset, size, kind, meaning, hidden)
       arg_offsets: {name: offset} of the explicit arguments (x, w, w_scale,
         bias, y, m, x_stride_b, x_stride_m, y_stride_b, y_stride_m)
+      workspace_bytes_per_block: bytes of zeroed scratch memory per
+        (batch, M block) the kernel's `workspace` argument needs; 0: none
       code_object: bytes of the chip's code object
     """
 
@@ -38,11 +41,24 @@ class Kernel:
         self.__dict__.update(info)
         self.arg_offsets = {a["name"]: a["offset"] for a in self.args
                             if not a["hidden"]}
+        # Manifest fields newer than the native loader: read from the JSON.
+        extra = bundle._manifest_kernel(self.chip, self.symbol)
+        self.workspace_bytes_per_block = int(
+            extra.get("workspace_bytes_per_block", 0) or 0)
 
     @property
     def code_object(self):
         """The chip's code object (bytes, shared by its kernels)."""
         return self._bundle._code_object(self._key[0])
+
+    def workspace_bytes(self, m, b):
+        """Bytes of the zeroed workspace for `m` tokens and `b` batches:
+        b * ceil(m / block_m) * workspace_bytes_per_block (0: none)."""
+        if not self.workspace_bytes_per_block or "workspace" not in \
+                self.arg_offsets:
+            return 0
+        blocks = -(-m // self.block_m) if self.block_m else 1
+        return b * blocks * self.workspace_bytes_per_block
 
     def serves(self, m):
         """Whether this kernel's M range holds `m`."""
@@ -73,6 +89,7 @@ class Bundle:
         self.directory = directory
         self._kernels = {}
         self._code_objects = {}
+        self._manifest_kernels = None
 
     @property
     def schema_version(self):
@@ -130,6 +147,26 @@ class Bundle:
         if kernel is None:
             kernel = self._kernels[key] = Kernel(self, info)
         return kernel
+
+    def _manifest_kernel(self, chip, symbol):
+        """The raw manifest entry of a kernel ({} if it cannot be read)."""
+        if self._manifest_kernels is None:
+            self._manifest_kernels = {}
+            try:
+                with open(os.path.join(self.directory, "manifest.json"),
+                          encoding="utf-8") as f:
+                    data = json.load(f)
+                for c in data.get("chips", []):
+                    for k in c.get("kernels", []):
+                        self._manifest_kernels[(c.get("chip"),
+                                                k.get("symbol"))] = k
+            except (OSError, ValueError, AttributeError, TypeError):
+                pass
+        return self._manifest_kernels.get((chip, symbol), {})
+
+    def _chip_sha256(self, chip_index):
+        """The SHA-256 of a chip's code object (hex)."""
+        return self._native.chips()[chip_index]["sha256"]
 
     def _code_object(self, chip_index):
         data = self._code_objects.get(chip_index)

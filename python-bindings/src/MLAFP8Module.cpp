@@ -19,6 +19,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace py = pybind11;
 using namespace mlir::mlafp8;
@@ -171,9 +172,82 @@ public:
     return py::make_tuple(g[0], g[1], g[2]);
   }
 
+  /// Runs kernel (chipIndex, kernelIndex) on the emulator. `x` is a
+  /// (B, M, K) view and `y` a (B, M, N) view of uint16 bits, any
+  /// non-negative strides with the last one 1: the strides passed to the
+  /// kernel are the arrays' own, so no call can reach outside them.
+  uint64_t runEmulated(size_t chipIndex, size_t kernelIndex, const py::array &x,
+                       const py::array &w, const py::array &wScale,
+                       const std::optional<py::array> &bias, py::array y,
+                       unsigned threads) {
+    const runtime::KernelEntry &e =
+        bundle->chips.at(chipIndex).kernels.at(kernelIndex);
+    requireDtype(x, 'u', 2, "x");
+    requireDtype(w, 'u', 1, "w");
+    requireDtype(wScale, 'f', 4, "w_scale");
+    requireDtype(y, 'u', 2, "y");
+    if (x.ndim() != 3 || w.ndim() != 3 || y.ndim() != 3)
+      throw py::value_error("x, w and y must have 3 dimensions");
+    int64_t b = x.shape(0), m = x.shape(1);
+    if (x.shape(2) != e.k || w.shape(0) != b || w.shape(1) != e.n ||
+        w.shape(2) != e.k || y.shape(0) != b || y.shape(1) != m ||
+        y.shape(2) != e.n)
+      throw py::value_error("x, w and y do not match the kernel's shape");
+    if (!(w.flags() & py::array::c_style))
+      throw py::value_error("w must be C-contiguous");
+    if (wScale.size() != (e.wScale == "per_batch" ? b : 1) ||
+        !(wScale.flags() & py::array::c_style))
+      throw py::value_error("w_scale has the wrong size");
+    if (!y.writeable())
+      throw py::value_error("y is read-only");
+    const uint16_t *biasData = nullptr;
+    if (bias) {
+      requireDtype(*bias, 'u', 2, "bias");
+      if (bias->size() != b * e.n || !(bias->flags() & py::array::c_style))
+        throw py::value_error("bias must be a contiguous (B, N) array");
+      biasData = static_cast<const uint16_t *>(bias->data());
+    }
+    auto strides = [](const py::array &a, int64_t cols, const char *what) {
+      for (int i = 0; i < 3; ++i)
+        if (a.strides(i) < 0 || a.strides(i) % 2)
+          throw py::value_error(std::string(what) +
+                                " has a negative or odd stride");
+      if (a.strides(2) != 2 && cols > 1)
+        throw py::value_error(std::string(what) +
+                              ": the last stride must be 1 element");
+      return std::pair<int64_t, int64_t>(a.strides(0) / 2, a.strides(1) / 2);
+    };
+    capi::EmulatedCall call;
+    call.batch = b;
+    call.m = m;
+    std::tie(call.xStrideB, call.xStrideM) = strides(x, e.k, "x");
+    std::tie(call.yStrideB, call.yStrideM) = strides(y, e.n, "y");
+    if (b == 0 || m == 0)
+      return 0;
+    call.x = static_cast<const uint16_t *>(x.data());
+    call.w = static_cast<const uint8_t *>(w.data());
+    call.wScale = static_cast<const float *>(wScale.data());
+    call.bias = biasData;
+    call.y = static_cast<uint16_t *>(y.mutable_data());
+    if (!emulator)
+      emulator = std::make_unique<capi::BundleEmulator>(bundle);
+    uint64_t instructions = 0;
+    std::string error;
+    bool ok;
+    {
+      py::gil_scoped_release release;
+      ok = emulator->launch(e, call, threads, instructions, error);
+    }
+    if (!ok)
+      throw std::runtime_error(error);
+    return instructions;
+  }
+
   std::shared_ptr<const runtime::LoadedBundle> bundle;
 
 private:
+  std::unique_ptr<capi::BundleEmulator> emulator;
+
   py::dict describe(const runtime::KernelEntry &e) const {
     for (size_t c = 0; c < bundle->chips.size(); ++c) {
       const std::vector<runtime::KernelEntry> &ks = bundle->chips[c].kernels;
@@ -332,7 +406,8 @@ PYBIND11_MODULE(_mla_fp8, m) {
       .def("kernels", &PyBundle::kernels)
       .def("find_kernel", &PyBundle::findKernel)
       .def("code_object", &PyBundle::codeObject)
-      .def("grid", &PyBundle::grid);
+      .def("grid", &PyBundle::grid)
+      .def("run_emulated", &PyBundle::runEmulated);
 
   m.attr("has_aot") = capi::hasAOT();
 #ifdef MLAFP8_CAPI_HAS_AOT

@@ -1,0 +1,64 @@
+//===- Emulator.cpp - bundle kernels on the emulator in plain C++ types ---===//
+
+#include "mla-fp8/CAPI/Embedding.h"
+
+#include "mla-fp8/Emulator/Emulator.h"
+#include "mla-fp8/Runtime/EmulatorLaunch.h"
+
+using namespace mlir::mlafp8;
+
+struct capi::BundleEmulator::Launcher {
+  runtime::EmulatorLauncher launcher;
+};
+
+capi::BundleEmulator::BundleEmulator(
+    std::shared_ptr<const runtime::LoadedBundle> bundle)
+    : bundle(std::move(bundle)), launcher(std::make_unique<Launcher>()) {}
+
+capi::BundleEmulator::~BundleEmulator() = default;
+
+/// Whether `kernel` is one of `bundle`'s entries: the launcher caches decoded
+/// code objects by address, which only stays sound while the bundle that
+/// owns them is alive.
+static bool ownsKernel(const runtime::LoadedBundle &bundle,
+                       const runtime::KernelEntry &kernel) {
+  for (const runtime::LoadedChip &chip : bundle.chips)
+    if (!chip.kernels.empty() && &kernel >= chip.kernels.data() &&
+        &kernel < chip.kernels.data() + chip.kernels.size())
+      return true;
+  return false;
+}
+
+/// The executed instruction count, whichever form the launcher reports.
+static uint64_t getInstructionCount(uint64_t count) { return count; }
+static uint64_t getInstructionCount(const emu::ExecStats &stats) {
+  return stats.instructions;
+}
+
+bool capi::BundleEmulator::launch(const runtime::KernelEntry &kernel,
+                                  const EmulatedCall &call, unsigned threads,
+                                  uint64_t &instructions, std::string &error) {
+  if (!ownsKernel(*bundle, kernel)) {
+    error = "kernel '" + kernel.symbol + "' is not part of this bundle";
+    return false;
+  }
+  runtime::PrequantBmmCall c;
+  c.batch = call.batch;
+  c.m = call.m;
+  c.x = call.x;
+  c.xStrideB = call.xStrideB;
+  c.xStrideM = call.xStrideM;
+  c.w = call.w;
+  c.wScale = call.wScale;
+  c.bias = call.bias;
+  c.y = call.y;
+  c.yStrideB = call.yStrideB;
+  c.yStrideM = call.yStrideM;
+  auto result = launcher->launcher.launch(kernel, c, threads);
+  if (!result) {
+    error = llvm::toString(result.takeError());
+    return false;
+  }
+  instructions = getInstructionCount(*result);
+  return true;
+}

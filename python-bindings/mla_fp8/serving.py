@@ -1,0 +1,451 @@
+"""The drop-in kernel call of the serving frameworks, on AOT kernels.
+
+``batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant``
+takes the arguments of the Triton kernel it replaces and runs the bundle's
+kernel for the chip and M: no compilation ever happens at call time.
+
+Where the kernel runs depends on the arrays:
+
+* numpy arrays (bf16/f16 as uint16 bits, fp8 as uint8 bits in the chip's
+  format) run on the gfx9 emulator through the C++ EmulatorLauncher. The
+  chip emulated is the `chip` keyword, else ``$MLA_FP8_EMULATE_CHIP``, else
+  gfx942.
+* PyTorch tensors on a ROCm device run on the GPU through HIP (mla_fp8.hip),
+  on the current stream of the tensors' device. The chip is the `chip`
+  keyword, else the device's gcnArchName.
+
+The bundle is loaded once per directory. Lookup order:
+
+1. the bundle given to ``set_bundle(path)``;
+2. the directory in ``$MLA_FP8_BUNDLE``;
+3. the default locations, in order: ``<mla_fp8 package>/bundle`` and
+   ``$XDG_CACHE_HOME/mla-fp8/bundle`` (``~/.cache/mla-fp8/bundle``).
+
+When none holds a manifest.json, BundleNotFoundError says what was tried.
+"""
+
+import os
+import sys
+import threading
+
+import numpy as np
+
+from . import hip
+from ._checks import (check_bits, check_bool, check_group_size, check_int,
+                      element_strides)
+from .bundle import Bundle
+
+__all__ = [
+    "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
+    "set_bundle", "get_bundle", "default_bundle_paths", "BundleNotFoundError",
+    "DEFAULT_EMULATE_CHIP",
+]
+
+#: The chip numpy calls emulate unless told otherwise.
+DEFAULT_EMULATE_CHIP = "gfx942"
+
+_lock = threading.Lock()
+_explicit = None
+_bundles = {}
+
+_TORCH_HALF = {"bfloat16": "bf16", "float16": "f16"}
+_TORCH_FP8 = {"float8_e4m3fnuz": "f8E4M3FNUZ", "float8_e4m3fn": "f8E4M3FN"}
+
+
+class BundleNotFoundError(FileNotFoundError):
+    """No AOT bundle was configured or found at the default locations."""
+
+
+def default_bundle_paths():
+    """The default bundle directories, in lookup order."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache")
+    return [os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         "bundle"),
+            os.path.join(cache, "mla-fp8", "bundle")]
+
+
+def _load(path):
+    path = os.path.abspath(os.fspath(path))
+    with _lock:
+        bundle = _bundles.get(path)
+        if bundle is None:
+            bundle = _bundles[path] = Bundle(path)
+        return bundle
+
+
+def set_bundle(bundle):
+    """Sets the bundle the drop-in call uses: a directory or a Bundle.
+
+    The bundle is loaded (and checked) now. None restores the lookup of
+    $MLA_FP8_BUNDLE and the default locations.
+    """
+    global _explicit  # pylint: disable=global-statement
+    if bundle is None or isinstance(bundle, Bundle):
+        _explicit = bundle
+        return bundle
+    if not isinstance(bundle, (str, bytes, os.PathLike)):
+        raise TypeError(f"bundle: expected a path or an mla_fp8.Bundle, got "
+                        f"{type(bundle).__name__}")
+    _explicit = _load(bundle)
+    return _explicit
+
+
+def get_bundle():
+    """The bundle the drop-in call uses (see the module's lookup order)."""
+    if _explicit is not None:
+        return _explicit
+    env = os.environ.get("MLA_FP8_BUNDLE")
+    if env:
+        return _load(env)
+    tried = []
+    for path in default_bundle_paths():
+        if os.path.isfile(os.path.join(path, "manifest.json")):
+            return _load(path)
+        tried.append(path)
+    raise BundleNotFoundError(
+        "no mla-fp8 kernel bundle: call mla_fp8.set_bundle(path), set "
+        "MLA_FP8_BUNDLE to a bundle directory, or generate one (mla-fp8-aot "
+        "-o DIR, or mla_fp8.generate_bundle(DIR)) into one of: " +
+        ", ".join(tried))
+
+
+def _out_type(dtype):
+    """'bf16' or 'f16' from the `dtype` argument (strings, numpy or torch
+    dtypes)."""
+    if dtype is None:
+        return None
+    name = str(dtype).replace("torch.", "")
+    names = {"bf16": "bf16", "bfloat16": "bf16", "f16": "f16",
+             "float16": "f16", "half": "f16"}
+    if name not in names:
+        raise ValueError(f"dtype: expected bfloat16 or float16 ('bf16' or "
+                         f"'f16'), got {dtype}")
+    return names[name]
+
+
+def _is_torch_tensor(value):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
+                 in_type, chip_source):
+    """The bundle's kernel, or a ValueError naming the argument at fault."""
+    kernel = bundle.find_kernel(chip, n, k, m, out_type=out_type,
+                                w_scale=w_scale, group_size=group_size,
+                                in_type=in_type)
+    if kernel is not None:
+        return kernel
+    if chip not in bundle.chips:
+        raise ValueError(f"{chip_source}: the bundle at {bundle.directory} "
+                         f"has no kernels for {chip} (it has "
+                         f"{', '.join(bundle.chips)})")
+    same = [c for c in bundle.kernels() if c.chip == chip and c.n == n and
+            c.k == k]
+    if not same:
+        shapes = sorted({(c.n, c.k) for c in bundle.kernels()
+                         if c.chip == chip})
+        raise ValueError(f"WQ: the bundle has no kernel for N={n}, K={k} on "
+                         f"{chip} (its (N, K) shapes: {shapes})")
+    for attr, value, name in (("group_size", group_size, "group_size"),
+                              ("in_type", in_type, "X"),
+                              ("out_type", out_type, "dtype"),
+                              ("w_scale", w_scale, "w_scale")):
+        have = sorted({str(getattr(c, attr)) for c in same})
+        if str(value) not in have:
+            raise ValueError(f"{name}: the bundle's kernels for N={n}, K={k} "
+                             f"on {chip} have {attr} {', '.join(have)}, not "
+                             f"{value}")
+    raise ValueError(f"WQ: the bundle has no kernel for N={n}, K={k}, "
+                     f"M={m} on {chip}")
+
+
+def _w_scale_mode(count, batch):
+    if count == 1 and batch != 1:
+        return "per_tensor"
+    if count == batch:
+        return "per_batch" if batch > 1 else "per_tensor"
+    raise ValueError(f"w_scale: expected 1 value (per tensor) or B={batch} "
+                     f"values (per batch), got {count}")
+
+
+def _check_common(group_size, splitK, transpose_bm, transpose_bm_in):
+    group_size = check_group_size(group_size)
+    if splitK is not None:
+        check_int(splitK, "splitK", minimum=1)
+    return (group_size, check_bool(transpose_bm, "transpose_bm"),
+            check_bool(transpose_bm_in, "transpose_bm_in"))
+
+
+def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
+        X, WQ, w_scale, group_size=128, bias=None, dtype=None, splitK=None,
+        YQ=None, transpose_bm=False, transpose_bm_in=False, config=None, *,
+        chip=None):
+    """Y[b] = quant(X[b]) . WQ[b]^T * w_scale (+ bias), as SPEC.md defines.
+
+    Activations are quantized to fp8 per token and group of `group_size`
+    columns inside the kernel; the weights are fp8 already.
+
+    Args:
+      X: (B, M, K) activations, bf16 (or f16 where the bundle has such
+        kernels); (M, B, K) when `transpose_bm_in`. Any strides with the K
+        stride 1. numpy: uint16 bits.
+      WQ: (B, N, K) fp8 weights in the chip's format (e4m3fnuz on gfx942,
+        e4m3fn on gfx950), C-contiguous. numpy: uint8 bits.
+      w_scale: float32 weight descale: 1 value (per tensor) or B (per
+        batch element). numpy: anything float32 converts; torch: a device
+        tensor or a Python float.
+      group_size: activation quantization group; must be the bundle's.
+      bias: optional (B, N) in the output type.
+      dtype: output type, bfloat16 (default) or float16 (torch dtypes,
+        numpy float16 or the strings 'bf16' / 'f16'). With a torch `YQ`
+        and no `dtype`, YQ's dtype.
+      splitK: accepted for compatibility and ignored: the AOT tile table
+        chose the split per chip and M. Must be None or a positive integer.
+      YQ: optional output written in place: (B, M, N), or (M, B, N) with
+        `transpose_bm`; any strides with the N stride 1 (a slice of a
+        larger array works). numpy: uint16 bits.
+      transpose_bm: produce Y as (M, B, N) instead of (B, M, N).
+      transpose_bm_in: X is given as (M, B, K).
+      config: accepted for compatibility with the Triton call and ignored.
+      chip: the chip whose kernel runs (numpy: which chip to emulate;
+        default $MLA_FP8_EMULATE_CHIP, else gfx942; torch: default the
+        device's architecture).
+
+    Returns:
+      Y (the same object as `YQ` when given).
+
+    Raises:
+      TypeError / ValueError: naming the argument at fault.
+      BundleNotFoundError: no bundle is configured (see the module doc).
+      mla_fp8.hip.HipUnavailableError: torch tensors without an AMD GPU.
+    """
+    del config
+    group_size, transpose_bm, transpose_bm_in = _check_common(
+        group_size, splitK, transpose_bm, transpose_bm_in)
+    if chip is not None and not isinstance(chip, str):
+        raise TypeError(f"chip: expected a string such as 'gfx942', got "
+                        f"{type(chip).__name__}")
+    if _is_torch_tensor(X):
+        return _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ,
+                         transpose_bm, transpose_bm_in, chip)
+    if isinstance(X, np.ndarray):
+        return _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ,
+                              transpose_bm, transpose_bm_in, chip)
+    raise TypeError(f"X: expected a numpy array (uint16 bits, run on the "
+                    f"emulator) or a torch tensor on a ROCm device, got "
+                    f"{type(X).__name__}")
+
+
+def _shapes(x_shape, w_shape, transpose_bm_in):
+    """(B, M, K, N) from X's and WQ's shapes."""
+    if len(x_shape) != 3:
+        layout = "(M, B, K)" if transpose_bm_in else "(B, M, K)"
+        raise ValueError(f"X: expected 3 dimensions {layout}, got shape "
+                         f"{tuple(x_shape)}")
+    if transpose_bm_in:
+        m, batch, k = x_shape
+    else:
+        batch, m, k = x_shape
+    if len(w_shape) != 3:
+        raise ValueError(f"WQ: expected 3 dimensions (B, N, K), got shape "
+                         f"{tuple(w_shape)}")
+    if w_shape[0] != batch or w_shape[2] != k:
+        raise ValueError(f"WQ: shape {tuple(w_shape)} does not match X: "
+                         f"expected (B={batch}, N, K={k})")
+    if k < 1 or w_shape[1] < 1:
+        raise ValueError(f"WQ: N and K must be at least 1, got shape "
+                         f"{tuple(w_shape)}")
+    return batch, m, k, w_shape[1]
+
+
+def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
+                   transpose_bm_in, chip):
+    """The numpy path: the bundle's kernel on the gfx9 emulator."""
+    if chip is None:
+        chip = os.environ.get("MLA_FP8_EMULATE_CHIP") or DEFAULT_EMULATE_CHIP
+        chip_source = "MLA_FP8_EMULATE_CHIP"
+    else:
+        chip_source = "chip"
+    check_bits(X, np.uint16, "X", ndim=None)
+    check_bits(WQ, np.uint8, "WQ", ndim=None)
+    batch, m, k, n = _shapes(X.shape, WQ.shape, transpose_bm_in)
+    x = X.transpose(1, 0, 2) if transpose_bm_in else X
+    if element_strides(X, "X")[2] != 1 and k > 1 and X.size:
+        raise ValueError("X: the K stride must be 1 element; pass a view "
+                         "with contiguous rows")
+    if not WQ.flags.c_contiguous:
+        raise ValueError("WQ: must be C-contiguous (B, N, K)")
+    if isinstance(w_scale, np.ndarray) and w_scale.dtype.kind != "f":
+        raise TypeError(f"w_scale: expected float32 values, got dtype "
+                        f"{w_scale.dtype.name}")
+    try:
+        scales = np.ascontiguousarray(
+            np.asarray(w_scale, dtype=np.float32).reshape(-1))
+    except (TypeError, ValueError):
+        raise TypeError(f"w_scale: expected float32 values, got "
+                        f"{type(w_scale).__name__}") from None
+    mode = _w_scale_mode(scales.size, batch)
+    out_type = _out_type(dtype) or "bf16"
+    if bias is not None:
+        check_bits(bias, np.uint16, "bias", ndim=2)
+        if bias.shape != (batch, n):
+            raise ValueError(f"bias: expected shape (B={batch}, N={n}), got "
+                             f"{bias.shape}")
+    y_shape = (m, batch, n) if transpose_bm else (batch, m, n)
+    if YQ is None:
+        Y = np.zeros(y_shape, dtype=np.uint16)
+    else:
+        Y = check_bits(YQ, np.uint16, "YQ", ndim=None)
+        if Y.shape != y_shape:
+            layout = "(M, B, N)" if transpose_bm else "(B, M, N)"
+            raise ValueError(f"YQ: expected shape {y_shape} {layout}, got "
+                             f"{Y.shape}")
+        if not Y.flags.writeable:
+            raise ValueError("YQ: the array is read-only")
+        if element_strides(Y, "YQ")[2] != 1 and n > 1 and Y.size:
+            raise ValueError("YQ: the N stride must be 1 element")
+    bundle = get_bundle()
+    kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
+                          "bf16", chip_source)
+    if batch == 0 or m == 0:
+        return Y
+    y = Y.transpose(1, 0, 2) if transpose_bm else Y
+    try:
+        bundle._native.run_emulated(kernel._key[0], kernel._key[1], x, WQ,
+                                    scales, None if bias is None else
+                                    np.ascontiguousarray(bias), y, 0)
+    except RuntimeError as error:
+        raise RuntimeError(f"{kernel.symbol} on the emulator: {error}") \
+            from None
+    return Y
+
+
+def _torch_strides(tensor, name, last):
+    strides = list(tensor.stride())
+    if any(s < 0 for s in strides):
+        raise ValueError(f"{name}: negative strides are not supported")
+    if strides[-1] != 1 and last > 1 and tensor.numel():
+        raise ValueError(f"{name}: the last stride must be 1 element, got "
+                         f"{strides[-1]}")
+    return strides
+
+
+def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
+              transpose_bm_in, chip):
+    """The torch path: the bundle's kernel on the tensors' ROCm GPU."""
+    torch = sys.modules["torch"]
+    device = X.device
+    if device.type != "cuda" or getattr(torch.version, "hip", None) is None:
+        raise ValueError(f"X: expected a tensor on a ROCm GPU device, got "
+                         f"device {device} (pass numpy arrays to run on the "
+                         f"emulator)")
+    for name, value in (("WQ", WQ), ("bias", bias), ("YQ", YQ)):
+        if value is None and name != "WQ":
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name}: expected a torch tensor like X, got "
+                            f"{type(value).__name__}")
+        if value.device != device:
+            raise ValueError(f"{name}: on device {value.device}, X on "
+                             f"{device}")
+    in_type = _TORCH_HALF.get(str(X.dtype).replace("torch.", ""))
+    if in_type is None:
+        raise TypeError(f"X: expected dtype bfloat16 or float16, got "
+                        f"{X.dtype}")
+    batch, m, k, n = _shapes(tuple(X.shape), tuple(WQ.shape),
+                             transpose_bm_in)
+    xs = _torch_strides(X, "X", k)
+    x_stride_b, x_stride_m = (xs[1], xs[0]) if transpose_bm_in else (xs[0],
+                                                                     xs[1])
+    if not WQ.is_contiguous():
+        raise ValueError("WQ: must be contiguous (B, N, K)")
+    w_name = str(WQ.dtype).replace("torch.", "")
+    if w_name not in _TORCH_FP8 and w_name != "uint8":
+        raise TypeError(f"WQ: expected dtype float8_e4m3fnuz (gfx942), "
+                        f"float8_e4m3fn (gfx950) or uint8 bits, got "
+                        f"{WQ.dtype}")
+    if isinstance(w_scale, (float, int)) and not isinstance(w_scale, bool):
+        w_scale = torch.full((1,), float(w_scale), dtype=torch.float32,
+                             device=device)
+    if not isinstance(w_scale, torch.Tensor):
+        raise TypeError(f"w_scale: expected a float32 tensor or a float, got "
+                        f"{type(w_scale).__name__}")
+    if w_scale.device != device:
+        raise ValueError(f"w_scale: on device {w_scale.device}, X on "
+                         f"{device}")
+    if str(w_scale.dtype).replace("torch.", "") != "float32":
+        raise TypeError(f"w_scale: expected dtype float32, got "
+                        f"{w_scale.dtype}")
+    if not w_scale.is_contiguous():
+        raise ValueError("w_scale: must be contiguous")
+    mode = _w_scale_mode(w_scale.numel(), batch)
+
+    out_type = _out_type(dtype)
+    y_shape = (m, batch, n) if transpose_bm else (batch, m, n)
+    if YQ is not None:
+        y_type = _TORCH_HALF.get(str(YQ.dtype).replace("torch.", ""))
+        if y_type is None or (out_type is not None and y_type != out_type):
+            raise TypeError(f"YQ: dtype {YQ.dtype} does not match the "
+                            f"output type {out_type or 'bf16/f16'}")
+        out_type = y_type
+        if tuple(YQ.shape) != y_shape:
+            raise ValueError(f"YQ: expected shape {y_shape}, got "
+                             f"{tuple(YQ.shape)}")
+    out_type = out_type or "bf16"
+    if bias is not None:
+        if tuple(bias.shape) != (batch, n) or not bias.is_contiguous():
+            raise ValueError(f"bias: expected a contiguous (B={batch}, "
+                             f"N={n}) tensor, got shape {tuple(bias.shape)}")
+        if _TORCH_HALF.get(str(bias.dtype).replace("torch.", "")) != out_type:
+            raise TypeError(f"bias: expected the output type {out_type}, "
+                            f"got {bias.dtype}")
+
+    if chip is None:
+        arch = torch.cuda.get_device_properties(device).gcnArchName
+        chip, chip_source = arch.split(":")[0], "X (the device's chip)"
+    else:
+        chip_source = "chip"
+    bundle = get_bundle()
+    kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
+                          in_type, chip_source)
+    if w_name in _TORCH_FP8 and _TORCH_FP8[w_name] != kernel.fp8_type:
+        raise TypeError(f"WQ: {chip} kernels take {kernel.fp8_type} weights, "
+                        f"got {WQ.dtype} (see quantize_weights_for_chip)")
+
+    if YQ is None:
+        Y = torch.empty(y_shape, dtype={"bf16": torch.bfloat16,
+                                        "f16": torch.float16}[out_type],
+                        device=device)
+    else:
+        Y = YQ
+    ys = _torch_strides(Y, "YQ", n)
+    y_stride_b, y_stride_m = (ys[1], ys[0]) if transpose_bm else (ys[0],
+                                                                  ys[1])
+    grid = kernel.grid(m, batch)
+    if batch == 0 or m == 0 or 0 in grid:
+        return Y
+
+    runtime = hip.get_runtime()
+    index = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    values = {
+        "x": X.data_ptr(), "w": WQ.data_ptr(), "w_scale": w_scale.data_ptr(),
+        "bias": 0 if bias is None else bias.data_ptr(), "y": Y.data_ptr(),
+        "m": m, "x_stride_b": x_stride_b, "x_stride_m": x_stride_m,
+        "y_stride_b": y_stride_b, "y_stride_m": y_stride_m,
+    }
+    if "workspace" in kernel.arg_offsets:
+        nbytes = kernel.workspace_bytes(m, batch)
+        values["workspace"] = (runtime.get_workspace(index, nbytes)
+                               if nbytes else 0)
+    kernargs = hip.pack_kernel_args(kernel, values)
+    code_key = (bundle.directory, kernel.chip,
+                bundle._chip_sha256(kernel._key[0]))
+    function = runtime.get_function(index, code_key, kernel.code_object,
+                                    kernel.symbol)
+    stream = torch.cuda.current_stream(device).cuda_stream
+    runtime.launch(index, function, grid, kernel.workgroup_size, stream,
+                   kernargs)
+    return Y
