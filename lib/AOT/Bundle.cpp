@@ -3,6 +3,7 @@
 #include "mla-fp8/AOT/Bundle.h"
 
 #include "mla-fp8/AOT/Compile.h"
+#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 #include "mla-fp8/Target/Chip.h"
 #include "mla-fp8/Target/Serialization.h"
 
@@ -299,7 +300,11 @@ static llvm::StringRef describeArgument(size_t index) {
       "x_stride_b: elements",
       "x_stride_m: elements",
       "y_stride_b: elements",
-      "y_stride_m: elements"};
+      "y_stride_m: elements",
+      "workspace: split-K partial sums and arrival counters, "
+      "workspace_bytes_per_block * B * ceil(M/block_m) bytes, zeroed once by "
+      "its owner and left zeroed by every launch; may be null when "
+      "workspace_bytes_per_block is 0"};
   return index < std::size(kMeanings) ? kMeanings[index] : "";
 }
 
@@ -346,6 +351,8 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
                 llvm::divideCeil(g.shape.n, k.tile.blockN) * k.tile.splitK},
                {"y", llvm::formatv("ceil(M/{0})", k.tile.blockM).str()},
                {"z", "B"}}},
+          {"workspace_bytes_per_block",
+           getWorkspaceBytesPerBlock(k.tile, g.shape.n)},
           {"lds_bytes", static_cast<int64_t>(k.metadata.groupSegmentFixedSize)},
           {"scratch_bytes",
            static_cast<int64_t>(k.metadata.privateSegmentFixedSize)},
@@ -393,7 +400,7 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
         "#include <stdint.h>\n\n"
         "/* Kernel arguments, in kernarg order: x, w, w_scale, bias (or null), "
         "y (pointers),\n   then m, x_stride_b, x_stride_m, y_stride_b, "
-        "y_stride_m (see manifest.json\n   for offsets). Grid: "
+        "y_stride_m, workspace (see manifest.json\n   for offsets). Grid: "
         "(ceil(n/block_n) * split_k, ceil(M/block_m), B). */\n"
         "typedef struct mla_fp8_kernel {\n"
         "  const char *chip;        /* code object: <chip>.hsaco */\n"
@@ -404,6 +411,9 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
         "  int32_t min_m, max_m;    /* max_m 0: no upper bound */\n"
         "  int32_t block_m, block_n, split_k, workgroup_size;\n"
         "  uint32_t lds_bytes, kernarg_size;\n"
+        "  /* split-K workspace: this many bytes per (batch, M tile), zeroed "
+        "once, 0 = none */\n"
+        "  uint32_t workspace_bytes_per_block;\n"
         "} mla_fp8_kernel;\n\n"
         "static const mla_fp8_kernel mla_fp8_kernels[] = {\n";
   size_t count = 0;
@@ -412,13 +422,15 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
       const KernelGroupSpec &g = k.group;
       os << llvm::formatv(
           "  {\"{0}\", \"{1}\", \"{2}\", {3}, {4}, {5}, \"{6}\", \"{7}\", "
-          "\"{8}\", {9}, {10}, {11}, {12}, {13}, {14}, {15}u, {16}u},\n",
+          "\"{8}\", {9}, {10}, {11}, {12}, {13}, {14}, {15}u, {16}u, "
+          "{17}u},\n",
           chip.chip, k.symbol, g.shape.name, g.shape.n, g.shape.k, g.groupSize,
           g.fp8Type, g.outType,
           g.weightScale == WeightScale::PerTensor ? "per_tensor" : "per_batch",
           k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
           k.tile.waves * 64, k.metadata.groupSegmentFixedSize,
-          k.metadata.kernargSegmentSize);
+          k.metadata.kernargSegmentSize,
+          getWorkspaceBytesPerBlock(k.tile, g.shape.n));
       ++count;
     }
   os << "};\n\nenum { mla_fp8_num_kernels = " << count
@@ -428,7 +440,8 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
 
 llvm::Error mlir::mlafp8::writeDirectoryAtomically(
     llvm::StringRef dir,
-    const std::vector<std::pair<std::string, std::string>> &files) {
+    const std::vector<std::pair<std::string, std::string>> &files,
+    const std::function<llvm::Error(llvm::StringRef)> &check) {
   llvm::SmallString<256> target(dir);
   llvm::sys::path::remove_dots(target, /*remove_dot_dot=*/true);
   llvm::StringRef parent = llvm::sys::path::parent_path(target);
@@ -464,6 +477,11 @@ llvm::Error mlir::mlafp8::writeDirectoryAtomically(
       return makeError("cannot write '" + path + "': " + ec.message());
     }
   }
+  if (check)
+    if (llvm::Error err = check(staging)) {
+      cleanup();
+      return err;
+    }
   // Swap the directories: the old bundle stays whole until the new one is.
   llvm::SmallString<256> old;
   bool hadOld = llvm::sys::fs::exists(target);
@@ -544,7 +562,8 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
   files.emplace_back("mla_fp8_kernels.h", result.header);
   for (const auto &file : files)
     result.bytesWritten += file.second.size();
-  if (llvm::Error err = writeDirectoryAtomically(options.outputDir, files))
+  if (llvm::Error err = writeDirectoryAtomically(options.outputDir, files,
+                                                 options.checkBeforePublish))
     return std::move(err);
   return result;
 }

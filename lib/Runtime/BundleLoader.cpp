@@ -235,6 +235,9 @@ static void readKernel(ManifestReader &r, const json::Object &o,
   e.kernargAlign = r.getInt(o, "kernarg_align", path, 1);
   e.ldsBytes = r.getInt(o, "lds_bytes", path);
   e.scratchBytes = r.getInt(o, "scratch_bytes", path);
+  // Kernels without split-K need no workspace; manifests may omit the field.
+  if (o.get("workspace_bytes_per_block"))
+    e.workspaceBytesPerBlock = r.getInt(o, "workspace_bytes_per_block", path);
   const json::Array *args = r.getArray(o, "args", path);
   if (!args)
     return;

@@ -6,6 +6,7 @@
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Emulator/Memory.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
@@ -48,9 +49,9 @@ static uint64_t viewBytes(int64_t b, int64_t m, int64_t cols, int64_t sb,
   return uint64_t((b - 1) * sb + (m - 1) * sm + cols) * 2;
 }
 
-llvm::Expected<uint64_t> EmulatorLauncher::launch(const KernelEntry &kernel,
-                                                  const PrequantBmmCall &call,
-                                                  unsigned threads) {
+llvm::Expected<emu::ExecStats>
+EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
+                         unsigned threads) {
   if (call.batch < 1 || call.m < 0)
     return makeError(
         llvm::formatv("invalid launch: B = {0}, M = {1}", call.batch, call.m));
@@ -63,7 +64,7 @@ llvm::Expected<uint64_t> EmulatorLauncher::launch(const KernelEntry &kernel,
       call.yStrideM < 0)
     return makeError("strides must not be negative");
   if (call.m == 0)
-    return 0;
+    return emu::ExecStats();
   if (!call.x || !call.w || !call.wScale || !call.y)
     return makeError("x, w, w_scale and y must not be null");
 
@@ -103,6 +104,13 @@ llvm::Expected<uint64_t> EmulatorLauncher::launch(const KernelEntry &kernel,
       return std::move(err);
   }
 
+  // Split-K kernels meet in a workspace that starts zeroed and that they
+  // leave zeroed: a fresh zeroed buffer per launch satisfies the contract, and
+  // a check afterwards proves the kernels keep their side of it.
+  uint64_t workspaceBytes = kernel.getWorkspaceBytes(m, b);
+  uint64_t workspaceAddr =
+      workspaceBytes ? memory.allocate("workspace", workspaceBytes) : 0;
+
   // Kernel arguments at the offsets the manifest gives, by name.
   std::vector<uint8_t> kernargs(kernel.kernargSize, 0);
   auto put = [&](std::string_view name, uint64_t value) -> llvm::Error {
@@ -128,6 +136,9 @@ llvm::Expected<uint64_t> EmulatorLauncher::launch(const KernelEntry &kernel,
                              {"y_stride_m", uint64_t(call.yStrideM)}})
     if (llvm::Error err = put(name, value))
       return std::move(err);
+  if (kernel.findArg("workspace"))
+    if (llvm::Error err = put("workspace", workspaceAddr))
+      return std::move(err);
 
   emu::DispatchConfig config;
   std::array<uint64_t, 3> grid = kernel.getGrid(m, b);
@@ -144,5 +155,13 @@ llvm::Expected<uint64_t> EmulatorLauncher::launch(const KernelEntry &kernel,
           memory.read(yAddr, llvm::MutableArrayRef<uint8_t>(
                                  reinterpret_cast<uint8_t *>(call.y), yBytes)))
     return std::move(err);
-  return stats->instructions;
+  if (workspaceBytes) {
+    std::vector<uint8_t> workspace(workspaceBytes);
+    if (llvm::Error err = memory.read(workspaceAddr, workspace))
+      return std::move(err);
+    if (llvm::any_of(workspace, [](uint8_t v) { return v != 0; }))
+      return makeError("kernel '" + kernel.symbol +
+                       "' left its split-K workspace non-zero");
+  }
+  return *stats;
 }

@@ -8,6 +8,8 @@
 #include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/Presets.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+#include "mla-fp8/Runtime/Bundle.h"
+#include "mla-fp8/Runtime/Verify.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -89,6 +91,13 @@ static cl::opt<bool> noCache("no-cache",
                              cl::desc("Neither read nor fill the "
                                       "cache"),
                              cl::cat(category));
+static cl::opt<bool>
+    verify("verify",
+           cl::desc("Before publishing the bundle, run every kernel on the "
+                    "gfx9 emulator at the edges and middle of its M range "
+                    "(B = 2) and compare with the exact reference; a "
+                    "mismatch fails the run and keeps the previous bundle"),
+           cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
                            cl::cat(category));
 
@@ -167,6 +176,42 @@ static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
   return options;
 }
 
+/// Runs every kernel of the staged bundle in `dir` on the emulator.
+static llvm::Error verifyBundle(llvm::StringRef dir, bool quietRun) {
+  llvm::Expected<runtime::LoadedBundle> bundle = runtime::loadBundle(dir);
+  if (!bundle)
+    return bundle.takeError();
+  runtime::EmulatorLauncher launcher;
+  unsigned runs = 0;
+  double worstUlp = 0;
+  for (const runtime::LoadedChip &chip : bundle->chips)
+    for (const runtime::KernelEntry &kernel : chip.kernels) {
+      int64_t hi = kernel.maxM ? kernel.maxM : kernel.minM + 63;
+      std::vector<int64_t> ms = {kernel.minM, (kernel.minM + hi) / 2, hi};
+      ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
+      for (int64_t m : ms) {
+        runtime::VerifyProblem problem;
+        problem.batch = 2;
+        problem.m = m;
+        problem.seed = uint64_t(m);
+        runtime::VerifyResult result =
+            runtime::verifyKernel(launcher, kernel, problem);
+        if (!result.passed())
+          return llvm::createStringError(
+              llvm::formatv("verification failed for {0} at M = {1}: {2}",
+                            kernel.symbol, m, result.message)
+                  .str());
+        worstUlp = std::max(worstUlp, result.maxUlp);
+        ++runs;
+      }
+    }
+  if (!quietRun)
+    llvm::errs() << llvm::formatv("verified {0} kernel runs on the emulator: "
+                                  "all within tolerance (max {1:f2} ulp)\n",
+                                  runs, worstUlp);
+  return llvm::Error::success();
+}
+
 /// Fails early, before any compilation, when the bundle could not be written:
 /// the nearest existing ancestor of the output directory must accept a new
 /// directory (tried for real, so that permissions, read-only file systems and
@@ -227,6 +272,10 @@ int main(int argc, char **argv) {
       "<output>/manifest.json\nand <output>/mla_fp8_kernels.h. The directory "
       "is replaced atomically.\n");
 
+  // Linking with the lld library resets LLVM's command-line options to their
+  // defaults: read every flag needed after compiling now.
+  const bool quietRun = quiet;
+
   llvm::Expected<KernelSetOptions> kernelOptions = parseKernelSetOptions();
   if (!kernelOptions)
     return fail(llvm::toString(kernelOptions.takeError()));
@@ -248,7 +297,7 @@ int main(int argc, char **argv) {
     options.cacheDir =
         cacheDir.getNumOccurrences() ? cacheDir.getValue() : defaultCacheDir();
   bool terminal = llvm::sys::Process::StandardErrIsDisplayed();
-  if (!quiet)
+  if (!quietRun)
     options.onChipDone = [&](llvm::StringRef chip, unsigned done,
                              unsigned total, bool cached) {
       std::string line = llvm::formatv("[{0}/{1}] {2} {3}", done, total, chip,
@@ -259,6 +308,11 @@ int main(int argc, char **argv) {
         llvm::errs() << line << "\n";
     };
 
+  if (verify)
+    options.checkBeforePublish = [quietRun](llvm::StringRef dir) {
+      return verifyBundle(dir, quietRun);
+    };
+
   auto start = std::chrono::steady_clock::now();
   llvm::Expected<BundleResult> result = generateBundle(options);
   if (!result)
@@ -266,7 +320,7 @@ int main(int argc, char **argv) {
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  if (quiet)
+  if (quietRun)
     return 0;
 
   llvm::outs() << llvm::formatv(

@@ -2,10 +2,14 @@
 
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Emulator/PrequantBmmRunner.h"
+#include "mla-fp8/Runtime/Bundle.h"
+#include "mla-fp8/Runtime/Verify.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Regex.h"
@@ -19,9 +23,19 @@ using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::emu;
 
 static cl::OptionCategory category("mla-fp8-emu options");
-static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<code object (.hsaco)>"),
-                                      cl::cat(category));
+static cl::opt<std::string>
+    inputFile(cl::Positional, cl::Required,
+              cl::desc("<code object (.hsaco) or bundle directory>"),
+              cl::cat(category));
+static cl::opt<std::string> chipOpt(
+    "chip",
+    cl::desc("Bundle mode: the chip whose kernel runs (default gfx942)"),
+    cl::init("gfx942"), cl::cat(category));
+static cl::opt<bool> stridedXOpt(
+    "strided-x",
+    cl::desc("Bundle mode: read X as the K-up view of q_nope, (M, B, K + 64) "
+             "storage"),
+    cl::cat(category));
 static cl::opt<std::string>
     kernelName("kernel", cl::desc("Kernel symbol (default: the only kernel)"),
                cl::cat(category));
@@ -115,6 +129,49 @@ static void printStats(const ExecStats &s) {
                    gSeconds > 0 ? s.instructions / gSeconds / 1e6 : 0.0);
 }
 
+/// Bundle mode: the kernel a server would pick for (chip, N, K, M) from an
+/// mla-fp8-aot bundle, launched as the manifest says, checked against the
+/// reference.
+static int runBundle() {
+  auto bundle = runtime::loadBundle(inputFile);
+  if (!bundle)
+    die(toString(bundle.takeError()));
+  int64_t n = nOpt ? nOpt : 512, k = kOpt ? kOpt : 128;
+  const runtime::KernelEntry *kernel = bundle->findKernel(chipOpt, n, k, mOpt);
+  if (!kernel)
+    die(formatv("bundle has no {0} kernel for N={1} K={2} M={3}",
+                chipOpt.getValue(), n, k, mOpt.getValue())
+            .str());
+  runtime::EmulatorLauncher launcher;
+  runtime::VerifyProblem problem;
+  problem.batch = bOpt;
+  problem.m = mOpt;
+  problem.seed = seedOpt;
+  problem.stridedX = stridedXOpt;
+  problem.transposedY = transposeYOpt;
+  problem.threads = threadsOpt;
+  auto start = std::chrono::steady_clock::now();
+  runtime::VerifyResult result =
+      runtime::verifyKernel(launcher, *kernel, problem);
+  gSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  outs() << "kernel " << kernel->symbol << " (" << kernel->chip
+         << "): B=" << bOpt << " M=" << mOpt << " N=" << n << " K=" << k
+         << ", workgroup " << kernel->workgroupSize[0] << "\n";
+  outs() << format("vs f64 reference: max abs error %.3g, max %.3g ulp (%s)\n",
+                   result.maxAbsError, result.maxUlp, kernel->outType.c_str());
+  printStats(result.stats);
+  if (!result.passed()) {
+    outs() << "FAIL: " << result.failures << " elements outside tolerance, "
+           << result.outside << " written outside Y; " << result.message
+           << "\n";
+    return 1;
+  }
+  outs() << "PASS\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
@@ -124,7 +181,13 @@ int main(int argc, char **argv) {
       "on the CPU emulator\n\n"
       "Generic mode: --kernel, --grid, --block, --lds and --arg describe the "
       "launch.\nPrequant-bmm mode (--abi): random inputs for B, M, N, K, run, "
-      "and a comparison with the reference.\n");
+      "and a comparison with the reference.\nBundle mode (the input is an "
+      "mla-fp8-aot bundle directory): the kernel the\nmanifest picks for "
+      "--chip, --N, --K (default 512, 128) and --M, on random inputs,\n"
+      "compared with the reference.\n");
+
+  if (sys::fs::is_directory(inputFile))
+    return runBundle();
 
   auto coOr = CodeObject::fromFile(inputFile);
   if (!coOr)

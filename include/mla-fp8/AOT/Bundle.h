@@ -59,6 +59,10 @@ struct BundleOptions {
   /// Called after each chip is done (from the calling thread): chip, done,
   /// total, whether it came from the cache.
   std::function<void(llvm::StringRef, unsigned, unsigned, bool)> onChipDone;
+  /// Called with the fully written staging directory before it replaces the
+  /// output directory; an error abandons the new bundle (mla-fp8-aot --verify
+  /// runs the kernels here).
+  std::function<llvm::Error(llvm::StringRef)> checkBeforePublish;
 };
 
 struct BundleResult {
@@ -98,10 +102,12 @@ std::string renderManifest(const BundleOptions &options,
 std::string renderHeader(const std::vector<ChipBundle> &chips);
 
 /// Writes `files` (name, contents) as the directory `dir`: into a fresh
-/// sibling directory first, which then replaces `dir` by rename.
+/// sibling directory first, which then replaces `dir` by rename. `check`, if
+/// given, sees the staging directory first and may refuse it.
 llvm::Error writeDirectoryAtomically(
     llvm::StringRef dir,
-    const std::vector<std::pair<std::string, std::string>> &files);
+    const std::vector<std::pair<std::string, std::string>> &files,
+    const std::function<llvm::Error(llvm::StringRef)> &check = nullptr);
 
 /// SHA-256 of `data` as lower-case hex.
 std::string sha256Hex(llvm::StringRef data);

@@ -10,6 +10,7 @@
 #ifndef MLA_FP8_RUNTIME_EMULATORLAUNCH_H
 #define MLA_FP8_RUNTIME_EMULATORLAUNCH_H
 
+#include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Runtime/KernelTable.h"
 
 #include "llvm/Support/Error.h"
@@ -17,11 +18,6 @@
 #include <map>
 #include <memory>
 #include <mutex>
-
-namespace mlir::mlafp8::emu {
-class Emulator;
-struct ExecStats;
-} // namespace mlir::mlafp8::emu
 
 namespace mlir::mlafp8::runtime {
 
@@ -52,10 +48,10 @@ public:
   ~EmulatorLauncher();
 
   /// Launches `kernel` for `call` with `threads` emulator worker threads
-  /// (0: one per core). Returns the executed instruction count.
-  llvm::Expected<uint64_t> launch(const KernelEntry &kernel,
-                                  const PrequantBmmCall &call,
-                                  unsigned threads = 0);
+  /// (0: one per core). Returns the dynamic counts of the run.
+  llvm::Expected<emu::ExecStats> launch(const KernelEntry &kernel,
+                                        const PrequantBmmCall &call,
+                                        unsigned threads = 0);
 
 private:
   llvm::Expected<emu::Emulator *> getEmulator(const KernelEntry &kernel);

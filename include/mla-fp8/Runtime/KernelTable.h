@@ -68,6 +68,10 @@ struct KernelEntry {
   std::array<GridDim, 3> grid;
   uint32_t kernargSize = 0, kernargAlign = 0;
   uint64_t ldsBytes = 0, scratchBytes = 0;
+  /// Split-K kernels: bytes of workspace per (batch element, M tile); 0 when
+  /// the kernel takes none. The workspace is zeroed once by its owner and
+  /// left zeroed by every launch (docs/manifest.md).
+  uint64_t workspaceBytesPerBlock = 0;
   std::vector<KernelArg> args;
   /// The code object of the kernel's chip (shared by every kernel of it).
   std::shared_ptr<const std::string> codeObject;
@@ -79,6 +83,13 @@ struct KernelEntry {
   /// Workgroups per dimension for `m` tokens and `b` batches; y is 0 (no
   /// launch) when m is 0.
   std::array<uint64_t, 3> getGrid(int64_t m, int64_t b) const;
+  /// Workspace bytes a launch for `m` tokens and `b` batches needs.
+  uint64_t getWorkspaceBytes(int64_t m, int64_t b) const {
+    if (workspaceBytesPerBlock == 0 || m <= 0 || b <= 0 || blockM <= 0)
+      return 0;
+    return uint64_t(b) * uint64_t((m + blockM - 1) / blockM) *
+           workspaceBytesPerBlock;
+  }
   /// The argument called `name` (see KernelArg::name), or null.
   const KernelArg *findArg(std::string_view name) const;
 };

@@ -100,6 +100,9 @@ llvm::Expected<std::string> emitObject(const llvm::Module &module,
                                        const ChipInfo &chip,
                                        unsigned optLevel = 3);
 
+/// Note: the lld library resets every LLVM command-line option (llvm::cl) to
+/// its default when it runs; a tool must read its own flags before linking.
+///
 /// Links a relocatable AMDGPU object into a code object (`ld.lld -shared`)
 /// with the lld library, in-process, under a process-wide lock. The error
 /// carries lld's own diagnostics.

@@ -80,6 +80,27 @@ TEST_F(AtomicDirectory, RefusesToReplaceAFile) {
   EXPECT_EQ((*buffer)->getBuffer(), "not a bundle");
 }
 
+/// A check that refuses the staged bundle (what --verify does on a mismatch)
+/// keeps the previous one, and sees every file before it is published.
+TEST_F(AtomicDirectory, RefusedCheckKeepsThePreviousBundle) {
+  ASSERT_FALSE(
+      static_cast<bool>(writeDirectoryAtomically(dir, {{"a.txt", "old"}})));
+  std::string seen;
+  llvm::Error err = writeDirectoryAtomically(
+      dir, {{"a.txt", "new"}}, [&](llvm::StringRef staged) -> llvm::Error {
+        llvm::SmallString<256> path(staged);
+        llvm::sys::path::append(path, "a.txt");
+        auto buffer = llvm::MemoryBuffer::getFile(path);
+        seen = buffer ? (*buffer)->getBuffer().str() : "<missing>";
+        return llvm::createStringError("verification failed");
+      });
+  ASSERT_TRUE(static_cast<bool>(err));
+  EXPECT_EQ(llvm::toString(std::move(err)), "verification failed");
+  EXPECT_EQ(seen, "new");
+  EXPECT_EQ(read("a.txt"), "old");
+  EXPECT_EQ(rootEntries(), std::vector<std::string>{"bundle"});
+}
+
 TEST(Sha256, KnownVector) {
   EXPECT_EQ(sha256Hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
