@@ -227,3 +227,40 @@ TEST(MemoryOps, LdsAtomicsAndBarrierAcrossWaves) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(MemoryOps, GlobalAtomicAddReturnsOldValuePerLane) {
+  // global_atomic_add with sc0 returns the pre-op value (CDNA3 ISA, FLAT
+  // atomics, GLC/SC0 = return). All 64 lanes add 1 to one counter: lanes
+  // are applied one after another, so they see 5..68 and the counter ends
+  // at 69; global_atomic_swap without sc0 then resets it and returns nothing.
+  DeviceMemory mem;
+  uint64_t counter = upload(mem, "counter", {5});
+  auto r = runAsm(
+      "v_mov_b32_e32 v1, 0\n"
+      "v_mov_b32_e32 v2, 1\n"
+      "global_atomic_add v3, v1, v2, s[0:1] sc0\n"
+      "s_waitcnt vmcnt(0)\n",
+      [&](WaveState &w) { w.setSgpr64(0, counter); }, &mem);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  std::vector<bool> seen(64, false);
+  for (unsigned lane = 0; lane < 64; ++lane) {
+    uint32_t old = r->waves[0].v(3, lane);
+    ASSERT_GE(old, 5u);
+    ASSERT_LT(old, 69u);
+    EXPECT_FALSE(seen[old - 5]) << "lane " << lane;
+    seen[old - 5] = true;
+  }
+  EXPECT_EQ(download(mem, counter, 1)[0], 69u);
+
+  auto reset = runAsm(
+      "v_mov_b32_e32 v1, 0\n"
+      "global_atomic_swap v1, v1, s[0:1]\n"
+      "s_waitcnt vmcnt(0)\n",
+      [&](WaveState &w) { w.setSgpr64(0, counter); }, &mem);
+  ASSERT_TRUE(bool(reset)) << llvm::toString(reset.takeError());
+  EXPECT_EQ(download(mem, counter, 1)[0], 0u);
+}
+
+} // namespace
