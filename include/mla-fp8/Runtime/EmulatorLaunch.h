@@ -41,7 +41,8 @@ struct PrequantBmmCall {
 };
 
 /// Runs kernels of loaded bundles on the emulator; decodes each code object
-/// once and reuses it across calls. Safe to call from several threads.
+/// once and reuses it across calls, and keeps each split-K kernel's workspace
+/// (zeroed once) across calls. Safe to call from several threads.
 class EmulatorLauncher {
 public:
   EmulatorLauncher();
@@ -54,10 +55,18 @@ public:
                                         unsigned threads = 0);
 
 private:
+  /// A split-K kernel's workspace, kept across launches as a server keeps it.
+  struct Workspace {
+    std::mutex mutex;
+    std::vector<uint8_t> bytes;
+  };
+
   llvm::Expected<emu::Emulator *> getEmulator(const KernelEntry &kernel);
+  Workspace &getWorkspace(const KernelEntry &kernel);
 
   std::mutex mutex;
   std::map<const std::string *, std::unique_ptr<emu::Emulator>> emulators;
+  std::map<std::string, std::unique_ptr<Workspace>> workspaces;
 };
 
 } // namespace mlir::mlafp8::runtime
