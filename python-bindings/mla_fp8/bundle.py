@@ -32,6 +32,7 @@ class Kernel:
         bias, y, m, x_stride_b, x_stride_m, y_stride_b, y_stride_m)
       workspace_bytes_per_block: bytes of zeroed scratch memory per
         (batch, M block) the kernel's `workspace` argument needs; 0: none
+      has_bias: whether the kernel adds its bias argument
       code_object: bytes of the chip's code object
     """
 
@@ -45,6 +46,11 @@ class Kernel:
         extra = bundle._manifest_kernel(self.chip, self.symbol)
         self.workspace_bytes_per_block = int(
             extra.get("workspace_bytes_per_block", 0) or 0)
+        # AOT kernels are generated without a bias unless the manifest says
+        # otherwise; such kernels never read their bias argument.
+        self.has_bias = bool(extra.get("has_bias",
+                                       self.symbol.endswith("_bias") or
+                                       "_bias_" in self.symbol))
 
     @property
     def code_object(self):

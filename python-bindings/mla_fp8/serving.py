@@ -161,6 +161,13 @@ def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
                      f"M={m} on {chip}")
 
 
+def _check_bias_support(kernel, bias):
+    if bias is not None and not kernel.has_bias:
+        raise ValueError(f"bias: the bundle's kernel {kernel.symbol} was "
+                         f"generated without a bias; pass bias=None and add "
+                         f"it to the result")
+
+
 def _w_scale_mode(count, batch):
     if count == 1 and batch != 1:
         return "per_tensor"
@@ -309,6 +316,7 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
                           "bf16", chip_source)
+    _check_bias_support(kernel, bias)
     if batch == 0 or m == 0:
         return Y
     y = Y.transpose(1, 0, 2) if transpose_bm else Y
@@ -410,6 +418,7 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
                           in_type, chip_source)
+    _check_bias_support(kernel, bias)
     if w_name in _TORCH_FP8 and _TORCH_FP8[w_name] != kernel.fp8_type:
         raise TypeError(f"WQ: {chip} kernels take {kernel.fp8_type} weights, "
                         f"got {WQ.dtype} (see quantize_weights_for_chip)")

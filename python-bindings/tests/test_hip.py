@@ -1,0 +1,307 @@
+"""The HIP path without a GPU: a fake torch module and a fake
+libamdhip64 check argument packing, grid, stream use, device switching,
+module caching and workspaces."""
+
+import ctypes
+import struct
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import mla_fp8
+from mla_fp8 import hip, serving
+
+call = mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant  # noqa: E501
+
+
+class FakeDtype:
+    def __init__(self, name, size):
+        self.name, self.itemsize = name, size
+
+    def __str__(self):
+        return f"torch.{self.name}"
+
+
+class FakeDevice:
+    def __init__(self, kind="cuda", index=0):
+        self.type, self.index = kind, index
+
+    def __eq__(self, other):
+        return (self.type, self.index) == (other.type, other.index)
+
+    def __str__(self):
+        return f"{self.type}:{self.index}"
+
+
+def make_torch():
+    """A module object with just what mla_fp8.serving uses."""
+    torch = types.ModuleType("torch")
+    addresses = iter(range(0x10000, 1 << 40, 0x100000))
+
+    class Tensor:
+        def __init__(self, shape, dtype, device, strides=None, ptr=None):
+            self.shape, self.dtype, self.device = tuple(shape), dtype, device
+            if strides is None:
+                strides, step = [], 1
+                for size in reversed(self.shape):
+                    strides.insert(0, step)
+                    step *= size
+            self._strides = tuple(strides)
+            self._ptr = next(addresses) if ptr is None else ptr
+
+        def stride(self):
+            return self._strides
+
+        def data_ptr(self):
+            return self._ptr
+
+        def numel(self):
+            return int(np.prod(self.shape))
+
+        def is_contiguous(self):
+            return self._strides == Tensor(self.shape, None, None,
+                                           ptr=0)._strides
+
+        def transpose(self, a, b):
+            shape, strides = list(self.shape), list(self._strides)
+            shape[a], shape[b] = shape[b], shape[a]
+            strides[a], strides[b] = strides[b], strides[a]
+            return Tensor(shape, self.dtype, self.device, strides, self._ptr)
+
+    torch.Tensor = Tensor
+    for name, size in (("bfloat16", 2), ("float16", 2), ("float32", 4),
+                       ("uint8", 1), ("float8_e4m3fnuz", 1),
+                       ("float8_e4m3fn", 1)):
+        setattr(torch, name, FakeDtype(name, size))
+    torch.version = types.SimpleNamespace(hip="6.2")
+    torch.empty = lambda shape, dtype, device: Tensor(shape, dtype, device)
+    torch.full = lambda shape, value, dtype, device: Tensor(shape, dtype,
+                                                            device)
+    streams = {0: 0xAA00, 1: 0xBB00}
+    torch.cuda = types.SimpleNamespace(
+        current_stream=lambda device: types.SimpleNamespace(
+            cuda_stream=streams[device.index]),
+        current_device=lambda: 0,
+        get_device_properties=lambda device: types.SimpleNamespace(
+            gcnArchName="gfx942:sramecc+:xnack-"))
+    return torch
+
+
+class FakeFunction:
+    def __init__(self, lib, name):
+        self.lib, self.name = lib, name
+
+    def __call__(self, *args):
+        self.lib.calls.append((self.name, args))
+        return getattr(self.lib, "_" + self.name)(*args)
+
+
+class FakeHip:
+    """Records every call; hands out fake handles."""
+
+    def __init__(self):
+        self.calls, self.launches, self.device = [], [], 0
+        self.memset = []
+
+    def __getattr__(self, name):
+        if name.startswith("hip"):
+            function = FakeFunction(self, name)
+            setattr(self, name, function)
+            return function
+        raise AttributeError(name)
+
+    def _hipGetDevice(self, out):
+        out._obj.value = self.device
+        return 0
+
+    def _hipSetDevice(self, device):
+        self.device = device
+        return 0
+
+    def _hipModuleLoadData(self, out, image):
+        out._obj.value = 0x1000 + self.device
+        return 0
+
+    def _hipModuleGetFunction(self, out, module, name):
+        out._obj.value = 0x2000 + len(name)
+        return 0
+
+    def _hipMalloc(self, out, size):
+        out._obj.value = 0x5000
+        return 0
+
+    def _hipMemset(self, pointer, value, size):
+        self.memset.append((pointer.value, value, size))
+        return 0
+
+    def _hipGetErrorString(self, status):
+        return b"hipErrorInvalidValue"
+
+    def _hipModuleLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared,
+                               stream, params, extra):
+        assert params is None and extra[0] == 1 and extra[2] == 2 and \
+            extra[4] == 3
+        size = ctypes.c_size_t.from_address(extra[3]).value
+        self.launches.append(dict(
+            function=function.value, grid=(gx, gy, gz), block=(bx, by, bz),
+            shared=shared, stream=stream.value, device=self.device,
+            kernargs=ctypes.string_at(extra[1], size)))
+        return getattr(self, "status", 0)
+
+
+@pytest.fixture
+def fake(monkeypatch, session_bundle):
+    torch = make_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    lib = FakeHip()
+    monkeypatch.setattr(hip, "find_hip_library", lambda: "libamdhip64.so")
+    hip.reset_runtime()
+    hip.get_runtime(loader=lambda path: lib)
+    serving.set_bundle(session_bundle)
+    yield torch, lib
+    hip.reset_runtime()
+    serving.set_bundle(None)
+
+
+def unpack(kernel, kernargs):
+    out = {}
+    for arg in kernel.args:
+        if not arg["hidden"]:
+            fmt = "<Q" if arg["size"] == 8 else "<I"
+            out[arg["name"]] = struct.unpack_from(fmt, kernargs,
+                                                  arg["offset"])[0]
+    return out
+
+
+@pytest.mark.parametrize("n,k,m", [(512, 128, 7), (128, 512, 17),
+                                   (128, 512, 64)])
+def test_launch(fake, session_bundle, n, k, m):
+    torch, lib = fake
+    batch, dev = 16, FakeDevice("cuda", 1)
+    # q_nope read out of (M, H, P + R): X given as (M, B, K), strided.
+    storage = torch.Tensor((m, batch, k + 64), torch.bfloat16, dev)
+    x = torch.Tensor((m, batch, k), torch.bfloat16, dev,
+                     storage.stride(), storage.data_ptr())
+    w = torch.Tensor((batch, n, k), torch.float8_e4m3fnuz, dev)
+    ws = torch.Tensor((1,), torch.float32, dev)
+    y = call(x, w, ws, transpose_bm_in=True, transpose_bm=True)
+    assert y.shape == (m, batch, n) and y.dtype is torch.bfloat16
+    kernel = mla_fp8.load_bundle(session_bundle).find_kernel("gfx942", n, k,
+                                                             m)
+    (launch,) = lib.launches
+    assert launch["grid"] == kernel.grid(m, batch)
+    assert launch["block"] == kernel.workgroup_size
+    assert launch["stream"] == 0xBB00 and launch["device"] == 1
+    values = unpack(kernel, launch["kernargs"])
+    assert values["x"] == x.data_ptr() and values["w"] == w.data_ptr()
+    assert values["w_scale"] == ws.data_ptr() and values["bias"] == 0
+    assert values["y"] == y.data_ptr() and values["m"] == m
+    assert (values["x_stride_b"], values["x_stride_m"]) == (k + 64,
+                                                            batch * (k + 64))
+    assert (values["y_stride_b"], values["y_stride_m"]) == (n, batch * n)
+    if kernel.workspace_bytes(m, batch):
+        assert values["workspace"] == 0x5000
+        assert lib.memset == [(0x5000, 0, kernel.workspace_bytes(m,
+                                                                 batch))]
+    assert lib.device == 0, "the caller's device is restored"
+    # A second call reuses the module, function and workspace.
+    loads = [c for c in lib.calls if c[0] == "hipModuleLoadData"]
+    call(x, w, ws, transpose_bm_in=True, transpose_bm=True)
+    assert [c for c in lib.calls if c[0] == "hipModuleLoadData"] == loads
+    assert len(lib.memset) <= 1 and len(lib.launches) == 2
+
+
+def test_yq_and_float_scale(fake):
+    torch, lib = fake
+    dev = FakeDevice()
+    x = torch.Tensor((16, 3, 128), torch.bfloat16, dev)
+    w = torch.Tensor((16, 512, 128), torch.uint8, dev)
+    big = torch.Tensor((16, 3, 1024), torch.bfloat16, dev)
+    yq = torch.Tensor((16, 3, 512), torch.bfloat16, dev, big.stride(),
+                      big.data_ptr() + 2 * 256)
+    assert call(x, w, 0.5, YQ=yq) is yq
+    (launch,) = lib.launches
+    assert launch["stream"] == 0xAA00
+    assert launch["kernargs"][32:40] == struct.pack("<Q", yq.data_ptr())
+    assert struct.unpack_from("<QQ", launch["kernargs"], 64) == (3 * 1024,
+                                                                  1024)
+
+
+def test_errors(fake):
+    torch, lib = fake
+    dev = FakeDevice()
+    x = torch.Tensor((16, 3, 128), torch.bfloat16, dev)
+    w = torch.Tensor((16, 512, 128), torch.float8_e4m3fnuz, dev)
+    ws = torch.Tensor((1,), torch.float32, dev)
+    cases = [
+        (ValueError, "^X: expected a tensor on a ROCm",
+         dict(X=torch.Tensor((16, 3, 128), torch.bfloat16,
+                             FakeDevice("cpu", None)))),
+        (TypeError, "^X: expected dtype",
+         dict(X=torch.Tensor((16, 3, 128), torch.float32, dev))),
+        (ValueError, "^WQ: on device",
+         dict(WQ=torch.Tensor((16, 512, 128), torch.float8_e4m3fnuz,
+                              FakeDevice("cuda", 1)))),
+        (TypeError, "^WQ: gfx942 kernels take f8E4M3FNUZ",
+         dict(WQ=torch.Tensor((16, 512, 128), torch.float8_e4m3fn, dev))),
+        (TypeError, "^WQ: expected dtype",
+         dict(WQ=torch.Tensor((16, 512, 128), torch.float16, dev))),
+        (TypeError, "^WQ: expected a torch tensor", dict(WQ=np.zeros(3))),
+        (TypeError, "^w_scale: expected dtype float32",
+         dict(w_scale=torch.Tensor((1,), torch.float16, dev))),
+        (ValueError, "^X: the last stride",
+         dict(X=torch.Tensor((16, 3, 128), torch.bfloat16, dev,
+                             (768, 256, 2)))),
+        (TypeError, "^YQ: dtype",
+         dict(YQ=torch.Tensor((16, 3, 512), torch.float16, dev),
+              dtype=torch.bfloat16)),
+        (ValueError, "^YQ: expected shape",
+         dict(YQ=torch.Tensor((3, 16, 512), torch.bfloat16, dev))),
+        (ValueError, "^bias: expected a contiguous",
+         dict(bias=torch.Tensor((16, 7), torch.bfloat16, dev))),
+        (ValueError, "^bias: .*without a bias",
+         dict(bias=torch.Tensor((16, 512), torch.bfloat16, dev))),
+    ]
+    for error, pattern, override in cases:
+        kwargs = dict(X=x, WQ=w, w_scale=ws)
+        kwargs.update(override)
+        with pytest.raises(error, match=pattern):
+            call(**kwargs)
+    assert not lib.launches
+    lib.status = 1
+    with pytest.raises(mla_fp8.HipError,
+                       match="hipModuleLaunchKernel failed: "
+                       "hipErrorInvalidValue"):
+        call(x, w, ws)
+
+
+def test_no_gpu(monkeypatch, session_bundle):
+    """Without libamdhip64.so the HIP path says so clearly."""
+    torch = make_torch()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(hip, "find_hip_library", lambda: None)
+    hip.reset_runtime()
+    serving.set_bundle(session_bundle)
+    try:
+        dev = FakeDevice()
+        with pytest.raises(mla_fp8.HipUnavailableError,
+                           match="no AMD GPU / libamdhip64.so not found"):
+            call(torch.Tensor((16, 3, 128), torch.bfloat16, dev),
+                 torch.Tensor((16, 512, 128), torch.float8_e4m3fnuz, dev),
+                 torch.Tensor((1,), torch.float32, dev))
+    finally:
+        serving.set_bundle(None)
+
+
+def test_find_hip_library(monkeypatch, tmp_path):
+    lib = tmp_path / "lib" / "libamdhip64.so"
+    lib.parent.mkdir()
+    lib.write_bytes(b"")
+    monkeypatch.setenv("ROCM_PATH", str(tmp_path))
+    assert hip.find_hip_library() == str(lib)
+    monkeypatch.setenv("ROCM_PATH", str(tmp_path / "none"))
+    monkeypatch.setattr(hip.ctypes.util, "find_library", lambda name: None)
+    monkeypatch.setattr(hip.os.path, "exists", lambda path: False)
+    assert hip.find_hip_library() is None
