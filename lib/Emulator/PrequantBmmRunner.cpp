@@ -15,8 +15,6 @@ namespace mlir::mlafp8::emu {
 std::optional<PrequantAbi> parsePrequantAbi(StringRef name) {
   if (name == "triton-peer")
     return PrequantAbi::TritonPeer;
-  if (name == "mlafp8")
-    return PrequantAbi::MLAFP8;
   return std::nullopt;
 }
 
@@ -116,16 +114,6 @@ Expected<PrequantBmmResult> runPrequantBmm(Emulator &emu, StringRef kernel,
              KernelArg::i32(int32_t(yStrideM)),
              KernelArg::pointer(0),
              KernelArg::pointer(0)};
-    break;
-  }
-  case PrequantAbi::MLAFP8: {
-    cfg.gridWorkgroups = {uint32_t((N + tileN - 1) / tileN),
-                          uint32_t((M + tileM - 1) / tileM), uint32_t(B)};
-    kargs = {KernelArg::pointer(*xa),  KernelArg::pointer(*wa),
-             KernelArg::pointer(*wsa), KernelArg::pointer(0),
-             KernelArg::pointer(*ya),  KernelArg::i64(M),
-             KernelArg::i64(M * K),    KernelArg::i64(K),
-             KernelArg::i64(yStrideB), KernelArg::i64(yStrideM)};
     break;
   }
   }

@@ -55,7 +55,8 @@ static cl::list<std::string> argsOpt(
 static cl::opt<std::string> abiOpt(
     "abi",
     cl::desc("Run a prequant-bmm kernel on random inputs with this argument "
-             "layout and compare with the reference: triton-peer, mlafp8"),
+             "layout and compare with the reference: triton-peer (this "
+             "project's kernels: pass their bundle directory instead)"),
     cl::cat(category));
 static cl::opt<int64_t> bOpt("B", cl::desc("Batch (prequant-bmm)"), cl::init(1),
                              cl::cat(category));
@@ -220,7 +221,7 @@ int main(int argc, char **argv) {
   if (!abiOpt.empty()) {
     auto abi = parsePrequantAbi(abiOpt);
     if (!abi)
-      die("unknown --abi '" + abiOpt + "' (supported: triton-peer, mlafp8)");
+      die("unknown --abi '" + abiOpt + "' (supported: triton-peer)");
     if (!argsOpt.empty() || !gridOpt.empty())
       die("--abi computes the arguments and the grid; drop --arg/--grid");
     PrequantBmmProblem p;

@@ -23,13 +23,10 @@ enum class PrequantAbi : uint8_t {
   /// shared/peer-kernels/README.md: a, w, c, ws pointers; M, N, K and the b/m
   /// strides of X, W, Y as i32; two null scratch pointers (88 bytes).
   TritonPeer,
-  /// This project's kernels (provisional, from convert-mlafp8-to-gpu): X, W,
-  /// ws, bias (null), Y pointers; then i64 M, X stride b, X stride m, Y stride
-  /// b, Y stride m (elements). Grid (ceil(N/tileN), ceil(M/tileM), B).
-  MLAFP8,
 };
 
-/// Parses "triton-peer" or "mlafp8"; std::nullopt otherwise.
+/// Parses "triton-peer"; std::nullopt otherwise. (This project's kernels run
+/// from their bundle, whose manifest gives the launch: mla-fp8-emu <bundle>.)
 std::optional<PrequantAbi> parsePrequantAbi(llvm::StringRef name);
 
 /// One problem instance.
