@@ -142,6 +142,20 @@ capi::CompileSpecResult capi::compileSpec(const CompileSpecOptions &o) {
     k.stages = tile.stages;
     k.occupancy = tile.occupancy;
     k.mfma = stringifyMfmaShape(tile.mfma).str();
+    if (const KernelMetadata *md = compiled->metadata.findKernel(symbol)) {
+      k.kernargSize = md->kernargSegmentSize;
+      k.ldsBytes = md->groupSegmentFixedSize;
+      k.scratchBytes = md->privateSegmentFixedSize;
+      k.vgprs = md->vgprCount;
+      k.agprs = md->agprCount;
+      k.sgprs = md->sgprCount;
+      k.vgprSpills = md->vgprSpillCount;
+      k.sgprSpills = md->sgprSpillCount;
+      k.wavefrontSize = md->wavefrontSize;
+      k.maxWorkgroupSize = md->maxFlatWorkgroupSize;
+    }
   }
+  result.targetId = compiled->metadata.targetID;
+  result.codeObjectVersion = compiled->metadata.codeObjectVersion;
   return result;
 }

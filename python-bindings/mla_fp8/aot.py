@@ -80,8 +80,12 @@ def compile_spec(n, k, chip, *, projection="custom", batches=(),
 
     Returns:
       dict: code_object (bytes), isa (str, empty without `with_isa`),
+      target_id (e.g. "amdgcn-amd-amdhsa--gfx942"), code_object_version,
       kernels (list of dicts: symbol and the tile: min_m, max_m, block_m,
-      block_n, waves, mfma, split_k, stages, occupancy).
+      block_n, waves, mfma, split_k, stages, occupancy; and metadata: the
+      code object's kernarg_size, lds_bytes, scratch_bytes, vgprs, agprs,
+      sgprs, vgpr_spills, sgpr_spills, wavefront_size,
+      max_workgroup_size).
     """
     _check_str(chip, "chip")
     _check_str(projection, "projection")

@@ -482,11 +482,25 @@ PYBIND11_MODULE(_mla_fp8, m) {
       d["split_k"] = k.splitK;
       d["stages"] = k.stages;
       d["occupancy"] = k.occupancy;
+      py::dict md;
+      md["kernarg_size"] = k.kernargSize;
+      md["lds_bytes"] = k.ldsBytes;
+      md["scratch_bytes"] = k.scratchBytes;
+      md["vgprs"] = k.vgprs;
+      md["agprs"] = k.agprs;
+      md["sgprs"] = k.sgprs;
+      md["vgpr_spills"] = k.vgprSpills;
+      md["sgpr_spills"] = k.sgprSpills;
+      md["wavefront_size"] = k.wavefrontSize;
+      md["max_workgroup_size"] = k.maxWorkgroupSize;
+      d["metadata"] = md;
       kernels.append(d);
     }
     py::dict result;
     result["code_object"] = py::bytes(r.codeObject);
     result["isa"] = r.isa;
+    result["target_id"] = r.targetId;
+    result["code_object_version"] = r.codeObjectVersion;
     result["kernels"] = kernels;
     return result;
   });

@@ -16,6 +16,12 @@ def test_compile_spec():
     assert result["kernels"]
     assert all(k["symbol"] in result["isa"] for k in result["kernels"])
     assert result["kernels"][-1]["max_m"] == 0
+    assert "v_mfma" in result["isa"]
+    assert result["target_id"].endswith("gfx942")
+    metadata = result["kernels"][0]["metadata"]
+    assert metadata["wavefront_size"] == 64
+    assert metadata["vgpr_spills"] == 0 and metadata["scratch_bytes"] == 0
+    assert metadata["kernarg_size"] >= 80
 
 
 def test_generate_and_load(tmp_path):

@@ -147,6 +147,10 @@ struct CompiledKernel {
   int64_t minM = 0, maxM = 0, blockM = 0, blockN = 0, waves = 0, splitK = 1,
           stages = 1, occupancy = 2;
   std::string mfma;
+  /// From the code object's metadata note.
+  uint64_t kernargSize = 0, ldsBytes = 0, scratchBytes = 0;
+  unsigned vgprs = 0, agprs = 0, sgprs = 0, vgprSpills = 0, sgprSpills = 0,
+           wavefrontSize = 0, maxWorkgroupSize = 0;
 };
 
 struct CompileSpecResult {
@@ -154,6 +158,10 @@ struct CompileSpecResult {
   std::string error;
   std::string codeObject;
   std::string isa;
+  /// The code object's target id (e.g. "amdgcn-amd-amdhsa--gfx942") and
+  /// code-object version.
+  std::string targetId;
+  unsigned codeObjectVersion = 0;
   std::vector<CompiledKernel> kernels;
 };
 
