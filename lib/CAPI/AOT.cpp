@@ -10,8 +10,6 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
-bool capi::hasAOT() { return true; }
-
 /// Parses "per_tensor" / "per_batch" (the manifest's spelling; the CLI's
 /// "per-tensor" is accepted too).
 static std::optional<WeightScale> parseWeightScale(llvm::StringRef text) {

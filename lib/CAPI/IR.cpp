@@ -2,21 +2,12 @@
 
 #include "mla-fp8/CAPI/Embedding.h"
 
-#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Dialect.h"
-#include "mla-fp8/Dialect/MLAFP8/Transforms/Passes.h"
-#ifdef MLAFP8_CAPI_HAS_PIPELINES
-#include "mla-fp8/Conversion/Passes.h"
 #include "mla-fp8/Pipelines/Pipelines.h"
-#endif
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
-#include "mlir/InitAllPasses.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -34,23 +25,11 @@ using namespace mlir::mlafp8;
 static const DialectRegistry &getRegistry() {
   static DialectRegistry registry = [] {
     DialectRegistry r;
-#ifdef MLAFP8_CAPI_HAS_PIPELINES
     registerMLAFP8PipelineDependencies(r);
-#else
-    r.insert<MLAFP8Dialect, func::FuncDialect, arith::ArithDialect,
-             tensor::TensorDialect>();
-#endif
     return r;
   }();
   static std::once_flag passesRegistered;
-  std::call_once(passesRegistered, [] {
-    registerAllPasses();
-    registerMLAFP8TransformsPasses();
-#ifdef MLAFP8_CAPI_HAS_PIPELINES
-    registerMLAFP8ConversionPasses();
-    registerMLAFP8Pipelines();
-#endif
-  });
+  std::call_once(passesRegistered, [] { registerMLAFP8Passes(); });
   return registry;
 }
 

@@ -6,9 +6,11 @@
 #include "mla-fp8/Dialect/MLAFP8/Transforms/Passes.h"
 
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Dialect.h"
+#include "mla-fp8/Target/Serialization.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/GPUToROCDL/GPUToROCDLPass.h"
+#include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
@@ -17,6 +19,7 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/ROCDLDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -34,11 +37,6 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
-namespace mlir::mlafp8 {
-/// Translations.cpp.
-void registerPipelineTranslations(DialectRegistry &registry);
-} // namespace mlir::mlafp8
-
 void mlir::mlafp8::registerMLAFP8PipelineDependencies(
     DialectRegistry &registry) {
   registry
@@ -49,7 +47,7 @@ void mlir::mlafp8::registerMLAFP8PipelineDependencies(
               tensor::TensorDialect, vector::VectorDialect>();
   registerAllExtensions(registry);
   ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
-  registerPipelineTranslations(registry);
+  registerGPUModuleTranslations(registry);
 }
 
 void mlir::mlafp8::populateMLAFP8ToROCDLPipeline(
@@ -96,4 +94,14 @@ void mlir::mlafp8::registerMLAFP8Pipelines() {
       "Lower mlafp8.prequant_bmm to gpu.modules in the LLVM and ROCDL "
       "dialects (mlafp8-to-hsaco without serialization)",
       populateMLAFP8ToROCDLPipeline);
+}
+
+void mlir::mlafp8::registerMLAFP8Passes() {
+  registerTransformsPasses();
+  registerConversionPasses();
+  registerGPUPasses();
+  memref::registerMemRefPasses();
+  registerMLAFP8TransformsPasses();
+  registerMLAFP8ConversionPasses();
+  registerMLAFP8Pipelines();
 }

@@ -25,8 +25,7 @@ Modules
 ``reference``  the exact reference of SPEC.md and weight quantization
 ``ir``         parse/print MLIR text and run pass pipelines
 ``bundle``     load an AOT bundle and pick the kernel for a shape and M
-``aot``        compile_spec / generate_bundle (when the build has the
-               ahead-of-time generator; see ``HAS_AOT``)
+``aot``        compile_spec / generate_bundle, as mla-fp8-aot
 
 ``weights``    quantize_weights_for_chip, convert_ocp_weights_for_chip
 ``emulator``   run_kernel_emulated: a bundle kernel on the gfx9 emulator
@@ -53,22 +52,16 @@ from .serving import (
     set_bundle, get_bundle, BundleNotFoundError)
 from .hip import HipError, HipUnavailableError
 
-#: Whether compile_spec and generate_bundle are available in this build.
-HAS_AOT = bool(getattr(_mla_fp8, "has_aot", False))
-
+from .aot import compile_spec, generate_bundle
 __all__ = [
     "FP8_FORMATS", "fp8_max", "to_bf16_bits", "from_bf16_bits", "to_f16_bits",
     "from_f16_bits", "quantize_fp8", "dequantize_fp8",
     "reference_prequant_bmm", "quantize_weights", "reencode_e4m3fn_to_fnuz",
     "parse_and_print", "run_pipeline", "Bundle", "BundleError", "Kernel",
-    "load_bundle", "HAS_AOT", "fp8_format_for_chip",
+    "load_bundle", "compile_spec", "generate_bundle", "fp8_format_for_chip",
     "quantize_weights_for_chip", "convert_ocp_weights_for_chip",
     "run_kernel_emulated",
     "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
     "set_bundle", "get_bundle", "BundleNotFoundError", "HipError",
     "HipUnavailableError",
 ]
-
-if HAS_AOT:
-    from .aot import compile_spec, generate_bundle  # noqa: F401
-    __all__ += ["compile_spec", "generate_bundle"]

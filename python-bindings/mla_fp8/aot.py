@@ -1,7 +1,4 @@
-"""Ahead-of-time generation from Python: the options of mla-fp8-aot.
-
-Present only when the build has the generator (mla_fp8.HAS_AOT).
-"""
+"""Ahead-of-time generation from Python: the options of mla-fp8-aot."""
 
 import os
 

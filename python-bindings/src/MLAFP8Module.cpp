@@ -409,8 +409,6 @@ PYBIND11_MODULE(_mla_fp8, m) {
       .def("grid", &PyBundle::grid)
       .def("run_emulated", &PyBundle::runEmulated);
 
-  m.attr("has_aot") = capi::hasAOT();
-#ifdef MLAFP8_CAPI_HAS_AOT
   m.def("generate_bundle", [](const py::dict &o) {
     capi::GenerateOptions options;
     options.model = o["model"].cast<std::string>();
@@ -504,5 +502,4 @@ PYBIND11_MODULE(_mla_fp8, m) {
     result["kernels"] = kernels;
     return result;
   });
-#endif
 }

@@ -5,28 +5,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla-fp8/Conversion/Passes.h"
-#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Dialect.h"
-#include "mla-fp8/Dialect/MLAFP8/Transforms/Passes.h"
 #include "mla-fp8/Pipelines/Pipelines.h"
 
-#include "mlir/Conversion/Passes.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "mlir/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::mlafp8::registerMLAFP8PipelineDependencies(registry);
-  mlir::registerTransformsPasses();
-  mlir::registerConversionPasses();
-  mlir::registerGPUPasses();
-  mlir::memref::registerMemRefPasses();
-  mlir::mlafp8::registerMLAFP8TransformsPasses();
-  mlir::mlafp8::registerMLAFP8ConversionPasses();
-  mlir::mlafp8::registerMLAFP8Pipelines();
+  mlir::mlafp8::registerMLAFP8Passes();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "mla-fp8 lowering driver\n", registry));
 }

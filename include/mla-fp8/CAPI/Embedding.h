@@ -84,10 +84,6 @@ private:
   std::unique_ptr<Launcher> launcher;
 };
 
-/// Whether this build holds the ahead-of-time generator (compileSpec and
-/// generateBundle work).
-bool hasAOT();
-
 /// The kernels to generate, as mla-fp8-aot's options say them.
 struct GenerateOptions {
   std::string model = "deepseek-r1";

@@ -60,6 +60,12 @@ void populateMLAFP8ToROCDLPipeline(OpPassManager &pm,
 /// Registers `mlafp8-to-hsaco` and `mlafp8-to-rocdl`.
 void registerMLAFP8Pipelines();
 
+/// Registers every pass a tool working on mla-fp8 IR offers: the project's
+/// passes and pipelines, and the upstream passes the lowering is built from
+/// (transforms, conversions, GPU, memref). mla-fp8-opt and the embedding API
+/// share it, so both accept the same pipelines.
+void registerMLAFP8Passes();
+
 } // namespace mlafp8
 } // namespace mlir
 

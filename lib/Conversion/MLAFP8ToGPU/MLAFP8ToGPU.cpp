@@ -4,7 +4,7 @@
 #include "mla-fp8/Conversion/Passes.h"
 
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
-#include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
+#include "mla-fp8/Target/Chip.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -126,7 +126,7 @@ struct KernelPlan {
 
 /// Derives the geometry of a kernel, or a message saying why it cannot be
 /// built.
-static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipFacts &chip,
+static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipInfo &chip,
                                         const TileConfig &tile,
                                         std::string &error) {
   KernelPlan p;
@@ -149,7 +149,7 @@ static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipFacts &chip,
     return fail("only the m16n16k32 and m32n32k16 fp8 MFMAs are lowered");
   p.dim = tile.mfma == MfmaShape::M16N16K32 ? 16 : 32;
   p.mfmaK = tile.mfma == MfmaShape::M16N16K32 ? 32 : 16;
-  if (!chip.hasFP8Mfma(p.dim, p.dim, p.mfmaK))
+  if (!chip.findFP8Mfma(p.dim, p.dim, p.mfmaK))
     return fail(Twine(chip.name) + " has no " + Twine(p.dim) + "x" +
                 Twine(p.dim) + "x" + Twine(p.mfmaK) + " fp8 MFMA");
   p.laneGroups = 64 / p.dim;
@@ -886,9 +886,9 @@ struct ConvertMLAFP8ToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::optional<ChipFacts> chipInfo = lookupChipFacts(chip);
+    const ChipInfo *chipInfo = lookupChip(chip);
     if (!chipInfo) {
-      module.emitError() << describeUnknownChip(chip);
+      module.emitError() << describeUnsupportedChip(chip);
       return signalPassFailure();
     }
     SmallVector<PrequantBmmOp> ops;
@@ -903,10 +903,10 @@ struct ConvertMLAFP8ToGPUPass
                     UnitAttr::get(module.getContext()));
   }
 
-  LogicalResult convert(PrequantBmmOp op, const ChipFacts &chipInfo,
+  LogicalResult convert(PrequantBmmOp op, const ChipInfo &chipInfo,
                         SymbolTable &symbols) {
-    if (std::optional<std::string> message =
-            checkChipFP8Type(chip, op.getW().getType().getElementType()))
+    if (std::optional<std::string> message = checkFP8FormatForChip(
+            chipInfo, op.getW().getType().getElementType()))
       return op.emitOpError() << *message;
     std::optional<ArrayAttr> tiles = op.getTiles();
     if (!tiles)

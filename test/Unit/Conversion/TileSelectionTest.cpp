@@ -1,7 +1,7 @@
 //===- TileSelectionTest.cpp - tile table and heuristic -------------------===//
 
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
-#include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
+#include "mla-fp8/Target/Chip.h"
 
 #include "gtest/gtest.h"
 
@@ -14,7 +14,7 @@ namespace {
 /// and splits K at most `maxSplitK` ways.
 void expectWellFormed(const TileSelection &selection, StringRef chip,
                       int64_t groupSize, int64_t maxSplitK = 1) {
-  std::optional<ChipFacts> facts = lookupChipFacts(chip);
+  const ChipInfo *facts = lookupChip(chip);
   ASSERT_TRUE(facts);
   ASSERT_FALSE(selection.tiles.empty());
   int64_t next = 1;
@@ -52,8 +52,7 @@ TEST(TileSelection, SmallMFillsTheChip) {
     ASSERT_TRUE(static_cast<bool>(selection));
     const TileConfig *tile = findTileForM(selection->tiles, 1);
     ASSERT_NE(tile, nullptr);
-    EXPECT_GE(countWorkgroups(*tile, 512, 1, 16),
-              lookupChipFacts(chip)->numCUs);
+    EXPECT_GE(countWorkgroups(*tile, 512, 1, 16), lookupChip(chip)->numCUs);
     EXPECT_EQ(countWorkgroups(*tile, 512, 1, 16), 512);
   }
   // V-up: 8 N tiles of 16 x 16 heads is only 128 workgroups; split-K over
@@ -66,8 +65,7 @@ TEST(TileSelection, SmallMFillsTheChip) {
       ASSERT_NE(tile, nullptr);
       EXPECT_EQ(tile->splitK, 4) << chip.str() << " M = " << m;
       EXPECT_EQ(countWorkgroups(*tile, 128, m, 16), 512);
-      EXPECT_GE(countWorkgroups(*tile, 128, m, 16),
-                lookupChipFacts(chip)->numCUs);
+      EXPECT_GE(countWorkgroups(*tile, 128, m, 16), lookupChip(chip)->numCUs);
     }
     // The top of every larger range gives at least 256 workgroups (one per
     // CU on gfx950).

@@ -3,8 +3,8 @@
 #include "mla-fp8/Dialect/MLAFP8/Transforms/Passes.h"
 
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
-#include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+#include "mla-fp8/Target/Chip.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -22,13 +22,14 @@ struct SelectTilesPass
   using Base::Base;
 
   void runOnOperation() override {
-    if (!lookupChipFacts(chip)) {
-      getOperation()->emitError() << describeUnknownChip(chip);
+    const ChipInfo *chipInfo = lookupChip(chip);
+    if (!chipInfo) {
+      getOperation()->emitError() << describeUnsupportedChip(chip);
       return signalPassFailure();
     }
     WalkResult result = getOperation()->walk([&](PrequantBmmOp op) {
-      if (std::optional<std::string> message =
-              checkChipFP8Type(chip, op.getW().getType().getElementType())) {
+      if (std::optional<std::string> message = checkFP8FormatForChip(
+              *chipInfo, op.getW().getType().getElementType())) {
         op.emitOpError() << *message;
         return WalkResult::interrupt();
       }

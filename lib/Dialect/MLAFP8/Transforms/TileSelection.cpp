@@ -4,7 +4,7 @@
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 
 #include "TileTable.h"
-#include "mla-fp8/Dialect/MLAFP8/Transforms/ChipFacts.h"
+#include "mla-fp8/Target/Chip.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -50,7 +50,7 @@ static constexpr int64_t kAssumedBatch = 16;
 /// the widest N tile that still gives at least one workgroup per CU at the
 /// top of the range, the 32x32x16 MFMA for large blocks, and a block that
 /// fits the chip's LDS.
-static TileConfig pickTile(const ChipFacts &chip, int64_t n, int64_t groupSize,
+static TileConfig pickTile(const ChipInfo &chip, int64_t n, int64_t groupSize,
                            int64_t numGroups, int64_t minM, int64_t maxM,
                            int64_t blockM) {
   int64_t topM = maxM == 0 ? 1024 : maxM;
@@ -84,9 +84,9 @@ static TileConfig pickTile(const ChipFacts &chip, int64_t n, int64_t groupSize,
 llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
                                                         int64_t n, int64_t k,
                                                         int64_t groupSize) {
-  std::optional<ChipFacts> chip = lookupChipFacts(chipName);
+  const ChipInfo *chip = lookupChip(chipName);
   if (!chip)
-    return llvm::createStringError(describeUnknownChip(chipName));
+    return llvm::createStringError(describeUnsupportedChip(chipName));
   if (n < 1 || k < 1)
     return llvm::createStringError(
         "N and K must be at least 1, got N = " + std::to_string(n) +
