@@ -80,7 +80,7 @@ mlir::mlafp8::computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
          << " k=" << g.shape.k << " g=" << g.groupSize << " fp8=" << g.fp8Type
          << " in=" << g.inType << " out=" << g.outType
          << " ws=" << static_cast<int>(g.weightScale) << " maxm=" << g.maxM
-         << "\n";
+         << " bias=" << g.hasBias << "\n";
   return sha256Hex(text);
 }
 
@@ -339,6 +339,7 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
           {"in_type", g.inType},
           {"fp8_type", g.fp8Type},
           {"out_type", g.outType},
+          {"has_bias", g.hasBias},
           {"w_scale", g.weightScale == WeightScale::PerTensor ? "per_tensor"
                                                               : "per_batch"},
           {"min_m", k.tile.minM},
@@ -414,6 +415,7 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
         "  /* split-K workspace: this many bytes per (batch, M tile), zeroed "
         "once, 0 = none */\n"
         "  uint32_t workspace_bytes_per_block;\n"
+        "  int32_t has_bias;        /* adds the (B, N) bias argument */\n"
         "} mla_fp8_kernel;\n\n"
         "static const mla_fp8_kernel mla_fp8_kernels[] = {\n";
   size_t count = 0;
@@ -423,14 +425,14 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
       os << llvm::formatv(
           "  {\"{0}\", \"{1}\", \"{2}\", {3}, {4}, {5}, \"{6}\", \"{7}\", "
           "\"{8}\", {9}, {10}, {11}, {12}, {13}, {14}, {15}u, {16}u, "
-          "{17}u},\n",
+          "{17}u, {18}},\n",
           chip.chip, k.symbol, g.shape.name, g.shape.n, g.shape.k, g.groupSize,
           g.fp8Type, g.outType,
           g.weightScale == WeightScale::PerTensor ? "per_tensor" : "per_batch",
           k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
           k.tile.waves * 64, k.metadata.groupSegmentFixedSize,
           k.metadata.kernargSegmentSize,
-          getWorkspaceBytesPerBlock(k.tile, g.shape.n));
+          getWorkspaceBytesPerBlock(k.tile, g.shape.n), g.hasBias ? 1 : 0);
       ++count;
     }
   os << "};\n\nenum { mla_fp8_num_kernels = " << count

@@ -20,10 +20,10 @@ static llvm::Error makeError(const llvm::Twine &message) {
 }
 
 std::string KernelGroupSpec::getBaseName() const {
-  return llvm::formatv("mla_fp8_{0}_n{1}_k{2}_g{3}_{4}_{5}_{6}", shape.name,
+  return llvm::formatv("mla_fp8_{0}_n{1}_k{2}_g{3}_{4}_{5}{6}_{7}", shape.name,
                        shape.n, shape.k, groupSize, outType,
                        weightScale == WeightScale::PerTensor ? "pt" : "pb",
-                       chip)
+                       hasBias ? "_bias" : "", chip)
       .str();
 }
 
@@ -88,16 +88,21 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
           return g.chip == chipName;
         }))
       continue;
-    for (const ProjectionShape &shape : {kUp, vUp}) {
-      KernelGroupSpec spec;
-      spec.shape = shape;
-      spec.chip = chipName;
-      spec.fp8Type = chip->fp8E4M3TypeName.str();
-      spec.outType = options.outType;
-      spec.weightScale = options.weightScale;
-      spec.groupSize = options.groupSize;
-      spec.maxM = options.maxM;
-      groups.push_back(std::move(spec));
+    for (bool bias : {false, true}) {
+      if (bias && !options.bias)
+        continue;
+      for (const ProjectionShape &shape : {kUp, vUp}) {
+        KernelGroupSpec spec;
+        spec.hasBias = bias;
+        spec.shape = shape;
+        spec.chip = chipName;
+        spec.fp8Type = chip->fp8E4M3TypeName.str();
+        spec.outType = options.outType;
+        spec.weightScale = options.weightScale;
+        spec.groupSize = options.groupSize;
+        spec.maxM = options.maxM;
+        groups.push_back(std::move(spec));
+      }
     }
   }
   return groups;
@@ -152,16 +157,18 @@ mlir::mlafp8::buildKernelGroupModule(MLIRContext &context,
   int64_t scales = spec.weightScale == WeightScale::PerTensor ? 1 : dyn;
   auto wsType = RankedTensorType::get({scales}, b.getF32Type());
   auto yType = RankedTensorType::get({dyn, dyn, spec.shape.n}, outType);
+  SmallVector<Type> inputs = {xType, wType, wsType};
+  if (spec.hasBias)
+    inputs.push_back(RankedTensorType::get({dyn, spec.shape.n}, outType));
 
-  auto func =
-      func::FuncOp::create(b, loc, spec.getBaseName(),
-                           b.getFunctionType({xType, wType, wsType}, {yType}));
+  auto func = func::FuncOp::create(b, loc, spec.getBaseName(),
+                                   b.getFunctionType(inputs, {yType}));
   Block *body = func.addEntryBlock();
   b.setInsertionPointToEnd(body);
+  Value bias = spec.hasBias ? body->getArgument(3) : Value();
   auto bmm = PrequantBmmOp::create(
       b, loc, yType, body->getArgument(0), body->getArgument(1),
-      body->getArgument(2), /*bias=*/Value(),
-      b.getI64IntegerAttr(spec.groupSize),
+      body->getArgument(2), bias, b.getI64IntegerAttr(spec.groupSize),
       WeightScaleAttr::get(&context, spec.weightScale),
       BatchLayoutAttr::get(&context, BatchLayout::BM),
       BatchLayoutAttr::get(&context, BatchLayout::BM), /*tiles=*/nullptr);

@@ -60,6 +60,7 @@ toKernelSetOptions(const capi::GenerateOptions &o) {
                                    o.outType + "'");
   options.outType = o.outType;
   options.groupSize = o.groupSize;
+  options.bias = o.bias;
   return options;
 }
 

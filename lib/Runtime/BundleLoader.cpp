@@ -48,7 +48,7 @@ const KernelEntry *LoadedBundle::findKernel(const KernelQuery &q) const {
   for (const KernelEntry &e : chip->kernels) {
     if (e.n != q.n || e.k != q.k || e.outType != q.outType ||
         e.wScale != q.wScale || e.groupSize != q.groupSize ||
-        e.inType != q.inType)
+        e.inType != q.inType || e.hasBias != q.hasBias)
       continue;
     if (q.m > 0 && e.servesM(q.m))
       return &e;
@@ -235,6 +235,13 @@ static void readKernel(ManifestReader &r, const json::Object &o,
   e.kernargAlign = r.getInt(o, "kernarg_align", path, 1);
   e.ldsBytes = r.getInt(o, "lds_bytes", path);
   e.scratchBytes = r.getInt(o, "scratch_bytes", path);
+  if (const json::Value *bias = o.get("has_bias")) {
+    std::optional<bool> value = bias->getAsBoolean();
+    if (!value)
+      r.fail(ManifestReader::join(path, "has_bias"), "expected true or false");
+    else
+      e.hasBias = *value;
+  }
   // Kernels without split-K need no workspace; manifests may omit the field.
   if (o.get("workspace_bytes_per_block"))
     e.workspaceBytesPerBlock = r.getInt(o, "workspace_bytes_per_block", path);

@@ -76,6 +76,10 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
     return emu::ExecStats();
   if (!call.x || !call.w || !call.wScale || !call.y)
     return makeError("x, w, w_scale and y must not be null");
+  if (kernel.hasBias != (call.bias != nullptr))
+    return makeError("kernel '" + kernel.symbol + "' " +
+                     (kernel.hasBias ? "adds a bias, but none was given"
+                                     : "has no bias, but one was given"));
 
   llvm::Expected<emu::Emulator *> emulator = getEmulator(kernel);
   if (!emulator)

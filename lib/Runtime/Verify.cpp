@@ -64,6 +64,13 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
   // A NaN pattern no kernel produces: unwritten or stray elements show.
   const uint16_t sentinel = 0x7fc1;
   std::vector<uint16_t> y(std::max<int64_t>(b * m * yRow, 1), sentinel);
+  std::vector<uint16_t> bias;
+  if (kernel.hasBias) {
+    bias.resize(b * n);
+    for (uint16_t &v : bias)
+      v = outType == OutType::BF16 ? floatToBF16(normal(rng))
+                                   : floatToF16(normal(rng));
+  }
 
   PrequantBmmArgs args;
   args.B = b;
@@ -80,6 +87,7 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
   args.weightDescale = ws.data();
   args.perBatchDescale = perBatch;
   args.outType = outType;
+  args.bias = kernel.hasBias ? bias.data() : nullptr;
   std::vector<double> ref;
   std::string error;
   if (!referencePrequantBmmF64(args, ref, &error)) {
@@ -96,6 +104,7 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
   call.xStrideM = xStrideM;
   call.w = w.data();
   call.wScale = ws.data();
+  call.bias = kernel.hasBias ? bias.data() : nullptr;
   call.y = y.data();
   call.yStrideB = yStrideB;
   call.yStrideM = yStrideM;

@@ -5,7 +5,6 @@ kernels), the symbol, the workgroup size, the grid for (M, B) and the kernarg
 layout. docs/manifest.md describes the bundle.
 """
 
-import json
 import os
 
 from . import _mla_fp8
@@ -42,15 +41,6 @@ class Kernel:
         self.__dict__.update(info)
         self.arg_offsets = {a["name"]: a["offset"] for a in self.args
                             if not a["hidden"]}
-        # Manifest fields newer than the native loader: read from the JSON.
-        extra = bundle._manifest_kernel(self.chip, self.symbol)
-        self.workspace_bytes_per_block = int(
-            extra.get("workspace_bytes_per_block", 0) or 0)
-        # AOT kernels are generated without a bias unless the manifest says
-        # otherwise; such kernels never read their bias argument.
-        self.has_bias = bool(extra.get("has_bias",
-                                       self.symbol.endswith("_bias") or
-                                       "_bias_" in self.symbol))
 
     @property
     def code_object(self):
@@ -95,7 +85,6 @@ class Bundle:
         self.directory = directory
         self._kernels = {}
         self._code_objects = {}
-        self._manifest_kernels = None
 
     @property
     def schema_version(self):
@@ -127,7 +116,8 @@ class Bundle:
         return [self._wrap(info) for info in self._native.kernels()]
 
     def find_kernel(self, chip, n, k, m, *, out_type="bf16",
-                    w_scale="per_tensor", group_size=128, in_type="bf16"):
+                    w_scale="per_tensor", group_size=128, in_type="bf16",
+                    has_bias=False):
         """The kernel of `chip` for the (n, k) shape whose M range holds m.
 
         M = 0 (nothing to compute) gets the lowest range's kernel, whose grid
@@ -144,7 +134,7 @@ class Bundle:
         w_scale = check_choice(w_scale, W_SCALE_MODES, "w_scale")
         group_size = check_group_size(group_size)
         info = self._native.find_kernel(chip, n, k, m, out_type, w_scale,
-                                        group_size, in_type)
+                                        group_size, in_type, bool(has_bias))
         return None if info is None else self._wrap(info)
 
     def _wrap(self, info):
@@ -153,22 +143,6 @@ class Bundle:
         if kernel is None:
             kernel = self._kernels[key] = Kernel(self, info)
         return kernel
-
-    def _manifest_kernel(self, chip, symbol):
-        """The raw manifest entry of a kernel ({} if it cannot be read)."""
-        if self._manifest_kernels is None:
-            self._manifest_kernels = {}
-            try:
-                with open(os.path.join(self.directory, "manifest.json"),
-                          encoding="utf-8") as f:
-                    data = json.load(f)
-                for c in data.get("chips", []):
-                    for k in c.get("kernels", []):
-                        self._manifest_kernels[(c.get("chip"),
-                                                k.get("symbol"))] = k
-            except (OSError, ValueError, AttributeError, TypeError):
-                pass
-        return self._manifest_kernels.get((chip, symbol), {})
 
     def _chip_sha256(self, chip_index):
         """The SHA-256 of a chip's code object (hex)."""

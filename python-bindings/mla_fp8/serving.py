@@ -130,11 +130,11 @@ def _is_torch_tensor(value):
 
 
 def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
-                 in_type, chip_source):
+                 in_type, chip_source, has_bias):
     """The bundle's kernel, or a ValueError naming the argument at fault."""
     kernel = bundle.find_kernel(chip, n, k, m, out_type=out_type,
                                 w_scale=w_scale, group_size=group_size,
-                                in_type=in_type)
+                                in_type=in_type, has_bias=has_bias)
     if kernel is not None:
         return kernel
     if chip not in bundle.chips:
@@ -157,15 +157,13 @@ def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
             raise ValueError(f"{name}: the bundle's kernels for N={n}, K={k} "
                              f"on {chip} have {attr} {', '.join(have)}, not "
                              f"{value}")
+    if not any(c.has_bias == has_bias for c in same):
+        raise ValueError(
+            f"bias: the bundle's kernels for N={n}, K={k} on {chip} were "
+            + ("generated without a bias (mla-fp8-aot --bias adds them)"
+               if has_bias else "all generated with a bias"))
     raise ValueError(f"WQ: the bundle has no kernel for N={n}, K={k}, "
                      f"M={m} on {chip}")
-
-
-def _check_bias_support(kernel, bias):
-    if bias is not None and not kernel.has_bias:
-        raise ValueError(f"bias: the bundle's kernel {kernel.symbol} was "
-                         f"generated without a bias; pass bias=None and add "
-                         f"it to the result")
 
 
 def _w_scale_mode(count, batch):
@@ -315,8 +313,7 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
             raise ValueError("YQ: the N stride must be 1 element")
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
-                          "bf16", chip_source)
-    _check_bias_support(kernel, bias)
+                          "bf16", chip_source, bias is not None)
     if batch == 0 or m == 0:
         return Y
     y = Y.transpose(1, 0, 2) if transpose_bm else Y
@@ -417,8 +414,7 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         chip_source = "chip"
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
-                          in_type, chip_source)
-    _check_bias_support(kernel, bias)
+                          in_type, chip_source, bias is not None)
     if w_name in _TORCH_FP8 and _TORCH_FP8[w_name] != kernel.fp8_type:
         raise TypeError(f"WQ: {chip} kernels take {kernel.fp8_type} weights, "
                         f"got {WQ.dtype} (see quantize_weights_for_chip)")

@@ -91,6 +91,8 @@ py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
   d["kernarg_align"] = e.kernargAlign;
   d["lds_bytes"] = e.ldsBytes;
   d["scratch_bytes"] = e.scratchBytes;
+  d["has_bias"] = e.hasBias;
+  d["workspace_bytes_per_block"] = e.workspaceBytesPerBlock;
   py::list args;
   for (const runtime::KernelArg &a : e.args) {
     py::dict arg;
@@ -120,7 +122,7 @@ public:
   std::optional<py::dict>
   findKernel(const std::string &chip, int64_t n, int64_t k, int64_t m,
              const std::string &outType, const std::string &wScale,
-             int64_t groupSize, const std::string &inType) const {
+             int64_t groupSize, const std::string &inType, bool hasBias) const {
     runtime::KernelQuery q;
     q.chip = chip;
     q.n = n;
@@ -130,6 +132,7 @@ public:
     q.wScale = wScale;
     q.groupSize = groupSize;
     q.inType = inType;
+    q.hasBias = hasBias;
     const runtime::KernelEntry *e = bundle->findKernel(q);
     if (!e)
       return std::nullopt;
@@ -422,6 +425,7 @@ PYBIND11_MODULE(_mla_fp8, m) {
     options.weightScale = o["weight_scale"].cast<std::string>();
     options.outType = o["out_type"].cast<std::string>();
     options.groupSize = o["group_size"].cast<int64_t>();
+    options.bias = o["bias"].cast<bool>();
     options.outputDir = o["output_dir"].cast<std::string>();
     options.cacheDir = o["cache_dir"].cast<std::string>();
     options.jobs = o["jobs"].cast<unsigned>();

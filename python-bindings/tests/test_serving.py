@@ -245,3 +245,27 @@ def test_quantize_weights_for_chip(rng):
     assert np.array_equal(same, ocp)
     with pytest.raises(ValueError, match="^chip"):
         mla_fp8.quantize_weights_for_chip(w, "gfx90a")
+
+
+@pytest.fixture(scope="module")
+def bias_bundle(tmp_path_factory):
+    """A small bundle that also holds the kernels adding a bias."""
+    directory = tmp_path_factory.mktemp("bias") / "deepseek-r1-tp8-bias"
+    mla_fp8.generate_bundle(directory, tp=[8], chips=["gfx942"], max_m=16,
+                            bias=True)
+    return directory
+
+
+@pytest.mark.parametrize("n,k", [K_UP, V_UP], ids=["k_up", "v_up"])
+def test_bias(rng, n, k, bias_bundle):
+    """With a bias the call picks the kernels that add it; without one, the
+    plain kernels of the same bundle."""
+    serving.set_bundle(str(bias_bundle))
+    m = 3
+    x, w, ws = operands(rng, n, k, m)
+    bias = mla_fp8.to_bf16_bits(rng.standard_normal((B, n)))
+    assert_close(call(x, w, ws, bias=bias), reference(x, w, ws, bias=bias))
+    assert_close(call(x, w, ws), reference(x, w, ws))
+    kernel = mla_fp8.load_bundle(bias_bundle).find_kernel(
+        "gfx942", n, k, m, has_bias=True)
+    assert kernel.has_bias and "_bias_" in kernel.symbol

@@ -68,6 +68,10 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     outType("out-type", cl::desc("Output type: bf16 (default), f16"),
             cl::init("bf16"), cl::cat(category));
+static cl::opt<bool> bias("bias",
+                          cl::desc("Also generate the kernels that add a "
+                                   "(B, N) bias in the output type"),
+                          cl::cat(category));
 static cl::opt<std::string> outputDir("output",
                                       cl::desc("Bundle directory to write"),
                                       cl::init("mla-fp8-bundle"),
@@ -173,6 +177,7 @@ static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
     return llvm::createStringError("--out-type must be bf16 or f16, got '" +
                                    outType + "'");
   options.outType = outType;
+  options.bias = bias;
   return options;
 }
 

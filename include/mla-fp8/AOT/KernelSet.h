@@ -41,6 +41,8 @@ struct KernelSetOptions {
   /// "bf16" or "f16".
   std::string outType = "bf16";
   int64_t groupSize = 128;
+  /// Also generate the kernels that add a (B, N) bias in the output type.
+  bool bias = false;
 };
 
 /// One batched matmul of the model at some TP degrees: Y[b] = X[b] W[b]^T.
@@ -66,6 +68,8 @@ struct KernelGroupSpec {
   WeightScale weightScale = WeightScale::PerTensor;
   int64_t groupSize = 128;
   int64_t maxM = 1024;
+  /// The kernels add a (B, N) bias.
+  bool hasBias = false;
 
   /// The stable, readable base of the kernel symbols, e.g.
   /// "mla_fp8_k_up_n512_k128_g128_bf16_pt_gfx942".

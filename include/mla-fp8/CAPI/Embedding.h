@@ -98,6 +98,8 @@ struct GenerateOptions {
   std::string weightScale = "per_tensor";
   std::string outType = "bf16";
   int64_t groupSize = 128;
+  /// Also generate the kernels that add a (B, N) bias.
+  bool bias = false;
   std::string outputDir;
   /// Empty disables the cache.
   std::string cacheDir;

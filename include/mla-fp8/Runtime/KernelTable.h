@@ -60,6 +60,9 @@ struct KernelEntry {
   std::string inType, fp8Type, outType;
   /// "per_tensor" or "per_batch".
   std::string wScale;
+  /// Whether the kernel adds its (B, N) bias argument (otherwise it never
+  /// reads it).
+  bool hasBias = false;
   /// The kernel serves minM <= M <= maxM; maxM 0 means no upper bound.
   int64_t minM = 0, maxM = 0;
   /// The tile's block_m (the grid's M divisor).
@@ -112,6 +115,8 @@ struct KernelQuery {
   std::string wScale = "per_tensor";
   int64_t groupSize = 128;
   std::string inType = "bf16";
+  /// Whether the kernel must add a (B, N) bias.
+  bool hasBias = false;
 };
 
 /// A bundle read from disk: immutable after loading, so that pointers to its

@@ -120,6 +120,19 @@ TEST(KernelSet, NamesTellOptionsApart) {
             "mla_fp8_k_up_n512_k128_g128_f16_pb_gfx942");
 }
 
+TEST(KernelSet, BiasAddsTheBiasVariants) {
+  KernelSetOptions options = r1Options();
+  options.chips = {"gfx950"};
+  options.bias = true;
+  auto groups = buildKernelSet(options);
+  ASSERT_TRUE(static_cast<bool>(groups));
+  ASSERT_EQ(groups->size(), 4u);
+  EXPECT_FALSE((*groups)[0].hasBias);
+  EXPECT_TRUE((*groups)[2].hasBias);
+  EXPECT_EQ((*groups)[2].getBaseName(),
+            "mla_fp8_k_up_n512_k128_g128_bf16_pt_bias_gfx950");
+}
+
 /// Every option that changes a kernel changes the key; TP degrees (B is a
 /// run-time value) do not.
 TEST(CacheKey, CoversEveryOptionThatChangesTheCode) {
@@ -137,7 +150,8 @@ TEST(CacheKey, CoversEveryOptionThatChangesTheCode) {
   other.tp = {8};
   EXPECT_EQ(keyOf(other), key);
 
-  std::vector<KernelSetOptions> changed(6, base);
+  std::vector<KernelSetOptions> changed(7, base);
+  changed[6].bias = true;
   changed[0].maxM = 512;
   changed[1].weightScale = WeightScale::PerBatch;
   changed[2].outType = "f16";

@@ -161,6 +161,26 @@ TEST(Options, PerBatchDescaleAndF16Output) {
     }
 }
 
+/// Kernels that add a (B, N) bias, next to those that do not.
+TEST(Options, Bias) {
+  KernelSetOptions options = defaultOptions();
+  options.maxM = 32;
+  options.bias = true;
+  const LoadedBundle &bundle = getBundle(options, "bias");
+  int withBias = 0;
+  for (const runtime::LoadedChip &chip : bundle.chips)
+    for (const KernelEntry &kernel : chip.kernels) {
+      withBias += kernel.hasBias;
+      VerifyProblem p;
+      p.batch = 3;
+      p.m = kernel.minM + 2;
+      p.seed = 13;
+      VerifyResult out = runtime::verifyKernel(launcher(), kernel, p);
+      EXPECT_EQ(out.failures, 0) << kernel.symbol << ": " << out.message;
+    }
+  EXPECT_EQ(withBias, 8);
+}
+
 /// K = 200 with groups of 128: the second group holds 72 columns, and its
 /// amax and sum cover only those.
 TEST(Options, PartialLastGroup) {
