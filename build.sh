@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one entry point: installs what is missing (apt), configures, builds, then
 #   ./build.sh run     generates the default AOT kernel set (DeepSeek-R1, gfx942 + gfx950)
+#                      with mla-fp8-aot (compilations are cached in ~/.cache/mla-fp8)
 #   ./build.sh check   runs every test suite (lit, GoogleTest through CTest, pytest)
 #   ./build.sh build   only builds
 # Environment: BUILD_DIR (default build), JOBS (default: all cores), OUT (run's output
@@ -42,13 +43,7 @@ configure_and_build() {
 }
 
 run_main() {
-  local out=${OUT:-$ROOT/out/kernels}
-  if [ -x "$BUILD_DIR/bin/mla-fp8-aot" ]; then
-    "$BUILD_DIR/bin/mla-fp8-aot" -o "$out" --jobs "$JOBS"
-  else
-    # Until the AOT generator lands: the lowering driver on the sample graph.
-    "$BUILD_DIR/bin/mla-fp8-opt" "$ROOT/test/Samples/deepseek-r1-tp8.mlir"
-  fi
+  "$BUILD_DIR/bin/mla-fp8-aot" -o "${OUT:-$ROOT/out/kernels}" --jobs "$JOBS"
 }
 
 # Runs every suite, prints each runner's own summary, then one closing line.
