@@ -25,4 +25,5 @@ tools = [
 ]
 llvm_config.add_tool_substitutions(tools, [config.mlafp8_tools_dir, config.llvm_tools_dir])
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%mlafp8_src", config.mlafp8_src_root))
 config.substitutions.append(("%shared", os.path.join(config.mlafp8_src_root, "..", "shared")))
