@@ -83,7 +83,7 @@ StringRef mlir::mlafp8::stringifyFP8Family(FP8Family format) {
 }
 
 const MfmaInstruction *ChipInfo::findFP8Mfma(unsigned m, unsigned n, unsigned k,
-                                       bool blockScaled) const {
+                                             bool blockScaled) const {
   for (const MfmaInstruction &shape : fp8Mfmas)
     if (shape.m == m && shape.n == n && shape.k == k &&
         shape.blockScaled == blockScaled)

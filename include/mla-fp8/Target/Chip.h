@@ -82,7 +82,7 @@ struct ChipInfo {
   /// Returns the fp8 MFMA of the given shape (block-scaled or not), or null if
   /// the chip lacks it.
   const MfmaInstruction *findFP8Mfma(unsigned m, unsigned n, unsigned k,
-                               bool blockScaled = false) const;
+                                     bool blockScaled = false) const;
   /// Returns the LLVM target id, e.g. "amdgcn-amd-amdhsa--gfx942".
   std::string getTargetID() const;
 };
