@@ -29,36 +29,19 @@ static bool ownsKernel(const runtime::LoadedBundle &bundle,
   return false;
 }
 
-/// The executed instruction count, whichever form the launcher reports.
-static uint64_t getInstructionCount(uint64_t count) { return count; }
-static uint64_t getInstructionCount(const emu::ExecStats &stats) {
-  return stats.instructions;
-}
-
 bool capi::BundleEmulator::launch(const runtime::KernelEntry &kernel,
-                                  const EmulatedCall &call, unsigned threads,
-                                  uint64_t &instructions, std::string &error) {
+                                  const runtime::PrequantBmmCall &call,
+                                  unsigned threads, uint64_t &instructions,
+                                  std::string &error) {
   if (!ownsKernel(*bundle, kernel)) {
     error = "kernel '" + kernel.symbol + "' is not part of this bundle";
     return false;
   }
-  runtime::PrequantBmmCall c;
-  c.batch = call.batch;
-  c.m = call.m;
-  c.x = call.x;
-  c.xStrideB = call.xStrideB;
-  c.xStrideM = call.xStrideM;
-  c.w = call.w;
-  c.wScale = call.wScale;
-  c.bias = call.bias;
-  c.y = call.y;
-  c.yStrideB = call.yStrideB;
-  c.yStrideM = call.yStrideM;
-  auto result = launcher->launcher.launch(kernel, c, threads);
+  auto result = launcher->launcher.launch(kernel, call, threads);
   if (!result) {
     error = llvm::toString(result.takeError());
     return false;
   }
-  instructions = getInstructionCount(*result);
+  instructions = result->instructions;
   return true;
 }

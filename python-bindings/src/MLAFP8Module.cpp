@@ -220,7 +220,7 @@ public:
                               ": the last stride must be 1 element");
       return std::pair<int64_t, int64_t>(a.strides(0) / 2, a.strides(1) / 2);
     };
-    capi::EmulatedCall call;
+    runtime::PrequantBmmCall call;
     call.batch = b;
     call.m = m;
     std::tie(call.xStrideB, call.xStrideM) = strides(x, e.k, "x");

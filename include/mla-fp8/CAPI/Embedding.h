@@ -42,24 +42,6 @@ TextResult runPipeline(const std::string &ir, const std::string &pipeline,
 std::shared_ptr<const runtime::LoadedBundle> loadBundle(const std::string &dir,
                                                         std::string &error);
 
-/// One call of a prequant-bmm kernel on the emulator, as
-/// runtime::PrequantBmmCall (Runtime/EmulatorLaunch.h) says it: element
-/// strides, K and N strides 1; X and Y are views whose other elements are
-/// kept.
-struct EmulatedCall {
-  int64_t batch = 0, m = 0;
-  const uint16_t *x = nullptr;
-  int64_t xStrideB = 0, xStrideM = 0;
-  /// (B, N, K) fp8 bits, contiguous.
-  const uint8_t *w = nullptr;
-  /// 1 value (per_tensor kernels) or B (per_batch).
-  const float *wScale = nullptr;
-  /// (B, N) in the output type, or null.
-  const uint16_t *bias = nullptr;
-  uint16_t *y = nullptr;
-  int64_t yStrideB = 0, yStrideM = 0;
-};
-
 /// Runs the kernels of one loaded bundle on the gfx9 emulator. Each chip's
 /// code object is decoded once, on first use; the bundle is kept alive as
 /// long as this object. Safe to call from several threads.
@@ -73,8 +55,9 @@ public:
   /// Launches `kernel` (one of the bundle's) for `call` with `threads`
   /// emulator threads (0: one per core). Returns false with `error` set on
   /// failure; `instructions` receives the executed instruction count.
-  bool launch(const runtime::KernelEntry &kernel, const EmulatedCall &call,
-              unsigned threads, uint64_t &instructions, std::string &error);
+  bool launch(const runtime::KernelEntry &kernel,
+              const runtime::PrequantBmmCall &call, unsigned threads,
+              uint64_t &instructions, std::string &error);
 
   const runtime::LoadedBundle &getBundle() const { return *bundle; }
 

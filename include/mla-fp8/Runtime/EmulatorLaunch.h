@@ -21,25 +21,6 @@
 
 namespace mlir::mlafp8::runtime {
 
-/// One call of a prequant-bmm kernel. Element strides; K and N strides are 1.
-/// X (bf16/f16 bits) element (b, m, k) is at x[b * xStrideB + m * xStrideM +
-/// k]; Y likewise with N. Only the extent the strides reach is copied in and
-/// out, so views into larger tensors work and their other elements are kept.
-struct PrequantBmmCall {
-  int64_t batch = 0;
-  int64_t m = 0;
-  const uint16_t *x = nullptr;
-  int64_t xStrideB = 0, xStrideM = 0;
-  /// (B, N, K) fp8 bits, contiguous.
-  const uint8_t *w = nullptr;
-  /// 1 value (per_tensor kernels) or B (per_batch).
-  const float *wScale = nullptr;
-  /// (B, N) in the output type, or null.
-  const uint16_t *bias = nullptr;
-  uint16_t *y = nullptr;
-  int64_t yStrideB = 0, yStrideM = 0;
-};
-
 /// Runs kernels of loaded bundles on the emulator; decodes each code object
 /// once and reuses it across calls, and keeps each split-K kernel's workspace
 /// (zeroed once) across calls. Safe to call from several threads.
