@@ -239,18 +239,26 @@ static llvm::Error writeCachedChipBundle(const ChipBundle &bundle,
   return writeFileAtomically(indexPath, index);
 }
 
-llvm::Expected<ChipBundle>
-mlir::mlafp8::buildChipBundle(const std::vector<KernelGroupSpec> &groups,
-                              llvm::StringRef chipName,
-                              const BundleOptions &options) {
+llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
+    const std::vector<KernelGroupSpec> &groups, llvm::StringRef chipName,
+    const BundleOptions &options, const BundleStepCallback &onStep) {
   const ChipInfo *chip = lookupChip(chipName);
   if (!chip)
     return makeError(describeUnsupportedChip(chipName));
   std::string key = computeChipCacheKey(groups, chipName);
   if (!options.cacheDir.empty())
     if (std::optional<ChipBundle> cached =
-            readCachedChipBundle(groups, chipName, options.cacheDir, key))
+            readCachedChipBundle(groups, chipName, options.cacheDir, key)) {
+      if (onStep)
+        onStep(chipName.str() + " (cached)",
+               llvm::count_if(groups,
+                              [&](const KernelGroupSpec &g) {
+                                return g.chip == chipName;
+                              }) +
+                   1,
+               /*cached=*/true);
       return std::move(*cached);
+    }
 
   ChipBundle bundle;
   bundle.chip = chipName.str();
@@ -270,6 +278,10 @@ mlir::mlafp8::buildChipBundle(const std::vector<KernelGroupSpec> &groups,
       return makeError("cannot link the LLVM IR of " + group.getBaseName());
     for (auto &[symbol, tile] : compiled->kernels)
       bundle.kernels.push_back({symbol, group, tile, {}, {}});
+    if (onStep)
+      onStep(chipName.str() + " " + group.shape.name +
+                 (group.hasBias ? " bias" : ""),
+             1, /*cached=*/false);
   }
   llvm::Expected<std::string> object = emitObject(*linked, *chip);
   if (!object)
@@ -278,6 +290,8 @@ mlir::mlafp8::buildChipBundle(const std::vector<KernelGroupSpec> &groups,
   if (!codeObject)
     return codeObject.takeError();
   bundle.codeObject = std::move(*codeObject);
+  if (onStep)
+    onStep(chipName.str() + " code object", 1, /*cached=*/false);
   if (llvm::Error err = describeKernels(bundle))
     return std::move(err);
   if (!options.cacheDir.empty())
@@ -529,11 +543,25 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
                       : llvm::hardware_concurrency().compute_thread_count();
   std::vector<std::optional<llvm::Expected<ChipBundle>>> results(
       chipNames.size());
+  std::mutex progressMutex;
+  BundleProgress progress;
+  progress.total = groups->size() + chipNames.size();
+  BundleStepCallback onStep = [&](llvm::StringRef step, unsigned steps,
+                                  bool cached) {
+    if (!options.onProgress)
+      return;
+    std::lock_guard<std::mutex> lock(progressMutex);
+    progress.done += steps;
+    progress.step = step.str();
+    progress.cached = cached;
+    options.onProgress(progress);
+  };
   {
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency(jobs));
     for (size_t i = 0; i < chipNames.size(); ++i)
       pool.async([&, i] {
-        results[i].emplace(buildChipBundle(*groups, chipNames[i], options));
+        results[i].emplace(
+            buildChipBundle(*groups, chipNames[i], options, onStep));
       });
     pool.wait();
   }
@@ -549,9 +577,6 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
           llvm::consumeError(results[j]->takeError());
       return std::move(err);
     }
-    if (options.onChipDone)
-      options.onChipDone(chipNames[i], i + 1, chipNames.size(),
-                         bundle->fromCache);
     result.chips.push_back(std::move(*bundle));
   }
 

@@ -303,14 +303,20 @@ int main(int argc, char **argv) {
         cacheDir.getNumOccurrences() ? cacheDir.getValue() : defaultCacheDir();
   bool terminal = llvm::sys::Process::StandardErrIsDisplayed();
   if (!quietRun)
-    options.onChipDone = [&](llvm::StringRef chip, unsigned done,
-                             unsigned total, bool cached) {
-      std::string line = llvm::formatv("[{0}/{1}] {2} {3}", done, total, chip,
-                                       cached ? "(cached)" : "(compiled)");
-      if (terminal)
-        llvm::errs() << "\r" << line << (done == total ? "\n" : "");
-      else
-        llvm::errs() << line << "\n";
+    options.onProgress = [terminal](const BundleProgress &p) {
+      if (!terminal) {
+        llvm::errs() << llvm::formatv("[{0}/{1}] {2}\n", p.done, p.total,
+                                      p.step);
+        return;
+      }
+      // A bar redrawn in place; the line is cleared before the summary.
+      constexpr unsigned width = 30;
+      unsigned filled = p.total ? width * p.done / p.total : width;
+      llvm::errs() << "\r[" << std::string(filled, '#')
+                   << std::string(width - filled, '.') << "] "
+                   << llvm::formatv("{0}/{1} {2,-28}", p.done, p.total, p.step);
+      if (p.done == p.total)
+        llvm::errs() << "\n";
     };
 
   if (verify)

@@ -48,6 +48,20 @@ struct ChipBundle {
   bool fromCache = false;
 };
 
+/// Where a generation stands: `done` of `total` steps. Each kernel group's
+/// lowering is a step and each chip's code generation is one; a chip found in
+/// the cache completes all its steps at once.
+struct BundleProgress {
+  unsigned done = 0, total = 0;
+  /// What just finished, e.g. "gfx942 v_up" or "gfx942 code object".
+  std::string step;
+  bool cached = false;
+};
+
+/// Reports `steps` finished steps named `step`.
+using BundleStepCallback =
+    std::function<void(llvm::StringRef step, unsigned steps, bool cached)>;
+
 struct BundleOptions {
   KernelSetOptions kernels;
   /// Where the bundle goes; replaced as a whole, atomically.
@@ -56,9 +70,9 @@ struct BundleOptions {
   std::string cacheDir;
   /// Parallel compilations; 0 means one per core.
   unsigned jobs = 0;
-  /// Called after each chip is done (from the calling thread): chip, done,
-  /// total, whether it came from the cache.
-  std::function<void(llvm::StringRef, unsigned, unsigned, bool)> onChipDone;
+  /// Called after each step (a kernel group lowered, a chip's code object
+  /// built or found in the cache), one call at a time, from worker threads.
+  std::function<void(const BundleProgress &)> onProgress;
   /// Called with the fully written staging directory before it replaces the
   /// output directory; an error abandons the new bundle (mla-fp8-aot --verify
   /// runs the kernels here).
@@ -89,7 +103,8 @@ std::string computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
 /// consulting and filling the cache of `options`.
 llvm::Expected<ChipBundle>
 buildChipBundle(const std::vector<KernelGroupSpec> &groups,
-                llvm::StringRef chip, const BundleOptions &options);
+                llvm::StringRef chip, const BundleOptions &options,
+                const BundleStepCallback &onStep = nullptr);
 
 /// Builds every chip's code object (in parallel), then writes the bundle
 /// directory atomically: on any error the previous bundle stays as it was and
