@@ -241,7 +241,8 @@ static llvm::Error writeCachedChipBundle(const ChipBundle &bundle,
 
 llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
     const std::vector<KernelGroupSpec> &groups, llvm::StringRef chipName,
-    const BundleOptions &options, const BundleStepCallback &onStep) {
+    const BundleOptions &options, const BundleStepCallback &onStep,
+    llvm::ThreadPoolInterface *pool) {
   const ChipInfo *chip = lookupChip(chipName);
   if (!chip)
     return makeError(describeUnsupportedChip(chipName));
@@ -263,25 +264,63 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   ChipBundle bundle;
   bundle.chip = chipName.str();
   bundle.cacheKey = key;
-  llvm::LLVMContext llvmContext;
-  auto linked =
-      std::make_unique<llvm::Module>("mla_fp8_" + bundle.chip, llvmContext);
-  llvm::Linker linker(*linked);
-  for (const KernelGroupSpec &group : groups) {
-    if (group.chip != chipName)
-      continue;
-    llvm::Expected<CompiledGroup> compiled =
-        compileKernelGroup(group, llvmContext);
-    if (!compiled)
-      return compiled.takeError();
-    if (linker.linkInModule(std::move(compiled->module)))
-      return makeError("cannot link the LLVM IR of " + group.getBaseName());
-    for (auto &[symbol, tile] : compiled->kernels)
-      bundle.kernels.push_back({symbol, group, tile, {}, {}});
+
+  // Lower the chip's groups concurrently, each in its own contexts, handing
+  // the results over as bitcode; link them in group order so that the code
+  // object does not depend on which finished first.
+  std::vector<const KernelGroupSpec *> chipGroups;
+  for (const KernelGroupSpec &group : groups)
+    if (group.chip == chipName)
+      chipGroups.push_back(&group);
+  struct Lowered {
+    std::string bitcode, error;
+    std::vector<std::pair<std::string, TileConfig>> kernels;
+  };
+  std::vector<Lowered> lowered(chipGroups.size());
+  auto lower = [&](size_t i) {
+    const KernelGroupSpec &group = *chipGroups[i];
+    llvm::LLVMContext context;
+    llvm::Expected<CompiledGroup> compiled = compileKernelGroup(group, context);
+    if (!compiled) {
+      lowered[i].error = llvm::toString(compiled.takeError());
+      return;
+    }
+    llvm::raw_string_ostream os(lowered[i].bitcode);
+    llvm::WriteBitcodeToFile(*compiled->module, os);
+    lowered[i].kernels = std::move(compiled->kernels);
     if (onStep)
       onStep(chipName.str() + " " + group.shape.name +
                  (group.hasBias ? " bias" : ""),
              1, /*cached=*/false);
+  };
+  if (pool) {
+    llvm::ThreadPoolTaskGroup tasks(*pool);
+    for (size_t i = 0; i < chipGroups.size(); ++i)
+      tasks.async([&lower, i] { lower(i); });
+    tasks.wait();
+  } else {
+    for (size_t i = 0; i < chipGroups.size(); ++i)
+      lower(i);
+  }
+
+  llvm::LLVMContext llvmContext;
+  auto linked =
+      std::make_unique<llvm::Module>("mla_fp8_" + bundle.chip, llvmContext);
+  llvm::Linker linker(*linked);
+  for (size_t i = 0; i < chipGroups.size(); ++i) {
+    const KernelGroupSpec &group = *chipGroups[i];
+    if (!lowered[i].error.empty())
+      return makeError(lowered[i].error);
+    llvm::Expected<std::unique_ptr<llvm::Module>> module =
+        llvm::parseBitcodeFile(
+            llvm::MemoryBufferRef(lowered[i].bitcode, group.getBaseName()),
+            llvmContext);
+    if (!module)
+      return module.takeError();
+    if (linker.linkInModule(std::move(*module)))
+      return makeError("cannot link the LLVM IR of " + group.getBaseName());
+    for (auto &[symbol, tile] : lowered[i].kernels)
+      bundle.kernels.push_back({symbol, group, tile, {}, {}});
   }
   llvm::Expected<std::string> object = emitObject(*linked, *chip);
   if (!object)
@@ -561,7 +600,7 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
     for (size_t i = 0; i < chipNames.size(); ++i)
       pool.async([&, i] {
         results[i].emplace(
-            buildChipBundle(*groups, chipNames[i], options, onStep));
+            buildChipBundle(*groups, chipNames[i], options, onStep, &pool));
       });
     pool.wait();
   }

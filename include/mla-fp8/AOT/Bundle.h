@@ -16,6 +16,7 @@
 #include "mla-fp8/Target/CodeObject.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <functional>
 #include <string>
@@ -100,11 +101,13 @@ std::string computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
                                 llvm::StringRef chip);
 
 /// Compiles every kernel of `chip` among `groups` into one code object,
-/// consulting and filling the cache of `options`.
+/// consulting and filling the cache of `options`; the groups are lowered on
+/// `pool` when one is given.
 llvm::Expected<ChipBundle>
 buildChipBundle(const std::vector<KernelGroupSpec> &groups,
                 llvm::StringRef chip, const BundleOptions &options,
-                const BundleStepCallback &onStep = nullptr);
+                const BundleStepCallback &onStep = nullptr,
+                llvm::ThreadPoolInterface *pool = nullptr);
 
 /// Builds every chip's code object (in parallel), then writes the bundle
 /// directory atomically: on any error the previous bundle stays as it was and
