@@ -47,6 +47,21 @@ float fmax3(const Ctx &c, float a, float b, float d) {
 float fmin3(const Ctx &c, float a, float b, float d) {
   return hwMinMax(c, hwMinMax(c, a, b, false), d, false);
 }
+/// gfx950 v_maximum3/v_minimum3 (IEEE 754-2019 maximum/minimum): any NaN
+/// operand gives a quiet NaN; -0 < +0.
+float ieeeMinMax3(float a, float b, float d, bool isMax) {
+  for (float v : {a, b, d})
+    if (std::isnan(v))
+      return std::numeric_limits<float>::quiet_NaN();
+  float r = a;
+  for (float v : {b, d}) {
+    if (v == r)
+      r = isMax ? (std::signbit(r) ? v : r) : (std::signbit(r) ? r : v);
+    else
+      r = isMax ? std::max(r, v) : std::min(r, v);
+  }
+  return r;
+}
 /// V_MED3_F32: with any NaN operand the result is min3 (ISA pseudocode).
 float fmed3(const Ctx &c, float a, float b, float d) {
   if (std::isnan(a) || std::isnan(b) || std::isnan(d))
@@ -536,6 +551,10 @@ void registerVectorOps(OpTable &t) {
   VOP("v_max_f32", L.setF32(hwMinMax(L.c, L.f32(0), L.f32(1), true)));
   VOP("v_min_f32", L.setF32(hwMinMax(L.c, L.f32(0), L.f32(1), false)));
   VOP("v_max3_f32", L.setF32(fmax3(L.c, L.f32(0), L.f32(1), L.f32(2))));
+  VOP("v_maximum3_f32",
+      L.setF32(ieeeMinMax3(L.f32(0), L.f32(1), L.f32(2), /*isMax=*/true)));
+  VOP("v_minimum3_f32",
+      L.setF32(ieeeMinMax3(L.f32(0), L.f32(1), L.f32(2), /*isMax=*/false)));
   VOP("v_min3_f32", L.setF32(fmin3(L.c, L.f32(0), L.f32(1), L.f32(2))));
   VOP("v_med3_f32", L.setF32(fmed3(L.c, L.f32(0), L.f32(1), L.f32(2))));
   VOP("v_ldexp_f32", L.setF32(std::ldexp(L.f32(0), L.i32(1))));

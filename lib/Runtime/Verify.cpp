@@ -48,6 +48,11 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
   std::vector<uint16_t> x(std::max<int64_t>(b * m * xRow, 1));
   for (uint16_t &v : x)
     v = floatToBF16(normal(rng));
+  if (p.specials && m > 0) {
+    x[0] = 0x7fc0; // NaN at (0, 0, 0)
+    if (m > 1)
+      x[xStrideM + k / 2] = 0x7f80; // +Inf at (0, 1, k / 2)
+  }
   std::vector<float> wf(b * n * k);
   for (float &v : wf)
     v = normal(rng) * 0.05f;
@@ -118,7 +123,8 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
 
   double maxRef = 0;
   for (double r : ref)
-    maxRef = std::max(maxRef, std::fabs(r));
+    if (!std::isnan(r))
+      maxRef = std::max(maxRef, std::fabs(r));
   std::vector<bool> inside(y.size(), false);
   for (int64_t bi = 0; bi < b; ++bi)
     for (int64_t mi = 0; mi < m; ++mi)
@@ -127,11 +133,17 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
         inside[at] = true;
         double expected = ref[(bi * m + mi) * n + ni];
         double got = outTypeToFloat(y[at], outType);
-        double err = std::fabs(got - expected);
-        double ulp = outputUlp(expected, outType);
-        result.maxAbsError = std::max(result.maxAbsError, err);
-        result.maxUlp = std::max(result.maxUlp, err / ulp);
-        if (!(err <= ulp + 0x1p-20 * maxRef) && result.failures++ == 0)
+        bool bad;
+        if (std::isnan(expected) || std::isnan(got)) {
+          bad = std::isnan(expected) != std::isnan(got);
+        } else {
+          double err = std::fabs(got - expected);
+          double ulp = outputUlp(expected, outType);
+          result.maxAbsError = std::max(result.maxAbsError, err);
+          result.maxUlp = std::max(result.maxUlp, err / ulp);
+          bad = !(err <= ulp + 0x1p-20 * maxRef);
+        }
+        if (bad && result.failures++ == 0)
           result.message =
               llvm::formatv("{0}: Y[{1},{2},{3}] = {4}, reference {5}",
                             kernel.symbol, bi, mi, ni, got, expected);

@@ -25,6 +25,9 @@ struct VerifyProblem {
   bool stridedX = false;
   /// Y as (M, B, N) inside a wider (M, B, N + 32) tensor.
   bool transposedY = false;
+  /// Put a NaN in X row 0 and an Inf in row 1 of batch 0: their rows of Y
+  /// must come out NaN, as in the reference.
+  bool specials = false;
   /// Emulator worker threads (0: one per core).
   unsigned threads = 0;
 };

@@ -371,9 +371,12 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
           auto f32x8 = VectorType::get({8}, f32Type);
           Value q = arith::MulFOp::create(
               b, chunks[c], vector::BroadcastOp::create(b, f32x8, inverse));
-          q = arith::MaxNumFOp::create(
+          // maximumf/minimumf pass a NaN through (a NaN or Inf activation
+          // makes its row NaN, as in the reference) where maxnumf/minnumf
+          // would turn it into -FMAX and hide it.
+          q = arith::MaximumFOp::create(
               b, q, vector::BroadcastOp::create(b, f32x8, f32(-p.fmax)));
-          q = arith::MinNumFOp::create(
+          q = arith::MinimumFOp::create(
               b, q, vector::BroadcastOp::create(b, f32x8, f32(p.fmax)));
           SmallVector<Value> words;
           for (int64_t word = 0; word < 2; ++word) {

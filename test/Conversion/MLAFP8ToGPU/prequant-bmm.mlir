@@ -37,8 +37,8 @@
 // CHECK: %[[INV:.+]] = arith.divf %cst{{.*}}, %[[S]] : f32
 // CHECK: %[[INVV:.+]] = vector.broadcast %[[INV]] : f32 to vector<8xf32>
 // CHECK: %[[Q:.+]] = arith.mulf %[[XF]], %[[INVV]] : vector<8xf32>
-// CHECK: %[[LO:.+]] = arith.maxnumf %[[Q]], %cst{{.*}} : vector<8xf32>
-// CHECK: %[[C:.+]] = arith.minnumf %[[LO]], %cst{{.*}} : vector<8xf32>
+// CHECK: %[[LO:.+]] = arith.maximumf %[[Q]], %cst{{.*}} : vector<8xf32>
+// CHECK: %[[C:.+]] = arith.minimumf %[[LO]], %cst{{.*}} : vector<8xf32>
 // CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into undef[word 0] : f32 to vector<4xf8E4M3FNUZ>
 // CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into %{{.+}}[word 1]
 // CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into undef[word 0]

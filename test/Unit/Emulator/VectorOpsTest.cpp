@@ -213,6 +213,34 @@ TEST(VectorOps, MixedPrecisionFma) {
   EXPECT_EQ(w.v(8, 0), 0x12340000u | 0x0100u); // 2^-16 = 256 * 2^-24
 }
 
+/// gfx950 v_maximum3/v_minimum3 propagate NaN (unlike v_max3/v_min3, which
+/// return the other operand) and order -0 below +0.
+TEST(VectorOps, IeeeMaximumMinimum3) {
+  auto r = runAsm(
+      "v_maximum3_f32 v3, v0, v1, v2\n"
+      "v_minimum3_f32 v4, v0, v1, v2\n"
+      "v_max3_f32 v5, v0, v1, v2\n",
+      [](WaveState &w) {
+        for (unsigned l = 0; l < 64; ++l) {
+          w.v(0, l) = f(l == 1 ? NAN : 1.0f);
+          w.v(1, l) = f(5.0f);
+          w.v(2, l) = f(l == 2 ? 0.0f : -3.0f);
+        }
+        w.v(0, 2) = f(-0.0f);
+        w.v(1, 2) = f(-0.0f);
+      },
+      /*memory=*/nullptr, Chip::GFX950);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  const WaveState &w = r->waves.at(0);
+  EXPECT_EQ(asf(w.v(3, 0)), 5.0f);
+  EXPECT_EQ(asf(w.v(4, 0)), -3.0f);
+  EXPECT_TRUE(std::isnan(asf(w.v(3, 1))));
+  EXPECT_TRUE(std::isnan(asf(w.v(4, 1))));
+  EXPECT_EQ(asf(w.v(5, 1)), 5.0f); // v_max3 skips the NaN
+  EXPECT_EQ(w.v(3, 2), f(0.0f));   // max(-0, -0, +0) = +0
+  EXPECT_EQ(w.v(4, 2), f(-0.0f));  // min(-0, -0, +0) = -0
+}
+
 TEST(VectorOps, DppRowShiftsMasksAndInPlace) {
   WaveState w = run1(
       "v_mov_b32_e32 v1, v0\n"

@@ -202,6 +202,23 @@ TEST(Options, PartialLastGroup) {
   }
 }
 
+/// A NaN or an Inf activation makes its row of Y NaN on both chips, split-K
+/// kernels included, as in the reference; it does not leak into other rows.
+TEST(Options, NaNAndInfActivations) {
+  const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
+  for (const char *chip : {"gfx942", "gfx950"})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}}) {
+      const KernelEntry *kernel = bundle.findKernel(chip, n, k, 3);
+      ASSERT_NE(kernel, nullptr);
+      VerifyProblem p;
+      p.batch = 2;
+      p.m = 3;
+      p.specials = true;
+      VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
+      EXPECT_EQ(out.failures, 0) << kernel->symbol << ": " << out.message;
+    }
+}
+
 TEST(Options, ZeroTokensWriteNothing) {
   const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
   const KernelEntry *kernel = bundle.findKernel("gfx942", 512, 128, 0);
