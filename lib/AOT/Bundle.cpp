@@ -577,9 +577,9 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
       chipNames.push_back(g.chip);
 
   initializeAMDGPUTarget();
-  unsigned jobs = options.jobs
-                      ? options.jobs
-                      : llvm::hardware_concurrency().compute_thread_count();
+  // More threads than the machine has would only wait on each other.
+  unsigned cores = llvm::hardware_concurrency().compute_thread_count();
+  unsigned jobs = options.jobs ? std::min(options.jobs, cores) : cores;
   std::vector<std::optional<llvm::Expected<ChipBundle>>> results(
       chipNames.size());
   std::mutex progressMutex;

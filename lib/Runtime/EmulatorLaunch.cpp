@@ -61,7 +61,7 @@ static uint64_t viewBytes(int64_t b, int64_t m, int64_t cols, int64_t sb,
 llvm::Expected<emu::ExecStats>
 EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
                          unsigned threads) {
-  if (call.batch < 1 || call.m < 0)
+  if (call.batch < 0 || call.m < 0)
     return makeError(
         llvm::formatv("invalid launch: B = {0}, M = {1}", call.batch, call.m));
   if (!kernel.servesM(call.m) && call.m != 0)
@@ -72,7 +72,8 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   if (call.xStrideB < 0 || call.xStrideM < 0 || call.yStrideB < 0 ||
       call.yStrideM < 0)
     return makeError("strides must not be negative");
-  if (call.m == 0)
+  // Nothing to compute: no launch (a grid with a zero dimension).
+  if (call.m == 0 || call.batch == 0)
     return emu::ExecStats();
   if (!call.x || !call.w || !call.wScale || !call.y)
     return makeError("x, w, w_scale and y must not be null");

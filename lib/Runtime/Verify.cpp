@@ -30,10 +30,9 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
   std::optional<FP8Format> format = parseFP8Format(kernel.fp8Type);
   if (!format || (kernel.outType != "bf16" && kernel.outType != "f16") ||
       kernel.inType != "bf16") {
-    result.failures = 1;
-    result.message = "kernel '" + kernel.symbol + "' has types this check " +
-                     "does not generate (" + kernel.inType + " -> " +
-                     kernel.fp8Type + " -> " + kernel.outType + ")";
+    result.error = "kernel '" + kernel.symbol + "' has types this check " +
+                   "does not generate (" + kernel.inType + " -> " +
+                   kernel.fp8Type + " -> " + kernel.outType + ")";
     return result;
   }
   OutType outType = kernel.outType == "bf16" ? OutType::BF16 : OutType::F16;
@@ -96,8 +95,7 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
   std::vector<double> ref;
   std::string error;
   if (!referencePrequantBmmF64(args, ref, &error)) {
-    result.failures = 1;
-    result.message = "reference: " + error;
+    result.error = "reference: " + error;
     return result;
   }
 
@@ -115,8 +113,7 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
   call.yStrideM = yStrideM;
   llvm::Expected<emu::ExecStats> ran = launcher.launch(kernel, call, p.threads);
   if (!ran) {
-    result.failures = 1;
-    result.message = llvm::toString(ran.takeError());
+    result.error = llvm::toString(ran.takeError());
     return result;
   }
   result.stats = *ran;

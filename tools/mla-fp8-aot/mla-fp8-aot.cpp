@@ -123,6 +123,9 @@ static std::string defaultCacheDir() {
   return std::string(dir);
 }
 
+/// The largest value of --heads and of the MLA dimensions.
+static constexpr int64_t kMaxDimension = 65536;
+
 /// Resolves the command line into kernel-set options, or an error message.
 static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
   KernelSetOptions options;
@@ -136,10 +139,12 @@ static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
                       llvm::StringRef name) -> llvm::Error {
     if (flag.getNumOccurrences() == 0)
       return llvm::Error::success();
-    if (flag < 1)
+    // Heads become the grid's z dimension and the other dimensions the GEMM's
+    // N and K: bounded well inside what a launch and a kernel can address.
+    if (flag < 1 || flag > kMaxDimension)
       return llvm::createStringError(
-          llvm::formatv("--{0} must be at least 1, got {1}", name,
-                        flag.getValue())
+          llvm::formatv("--{0} must be between 1 and {1}, got {2}", name,
+                        kMaxDimension, flag.getValue())
               .str());
     field = flag;
     custom = true;
@@ -203,8 +208,9 @@ static llvm::Error verifyBundle(llvm::StringRef dir, bool quietRun) {
             runtime::verifyKernel(launcher, kernel, problem);
         if (!result.passed())
           return llvm::createStringError(
-              llvm::formatv("verification failed for {0} at M = {1}: {2}",
-                            kernel.symbol, m, result.message)
+              llvm::formatv(
+                  "verification failed for {0} at M = {1}: {2}", kernel.symbol,
+                  m, result.error.empty() ? result.message : result.error)
                   .str());
         worstUlp = std::max(worstUlp, result.maxUlp);
         ++runs;
@@ -291,6 +297,8 @@ int main(int argc, char **argv) {
   if (listOnly)
     return listKernels(*groups);
 
+  if (outputDir.empty())
+    return fail("--output must name a directory");
   if (llvm::Error err = checkOutputWritable(outputDir))
     return fail(llvm::toString(std::move(err)));
 

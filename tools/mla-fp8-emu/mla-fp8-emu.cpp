@@ -138,10 +138,27 @@ static int runBundle() {
   if (!bundle)
     die(toString(bundle.takeError()));
   int64_t n = nOpt ? nOpt : 512, k = kOpt ? kOpt : 128;
-  const runtime::KernelEntry *kernel = bundle->findKernel(chipOpt, n, k, mOpt);
+  // The first kernel for (chip, N, K, G, M), whatever its output type,
+  // descale mode or bias.
+  const runtime::KernelEntry *kernel = nullptr;
+  for (const char *outType : {"bf16", "f16"})
+    for (const char *wScale : {"per_tensor", "per_batch"})
+      for (bool hasBias : {false, true}) {
+        runtime::KernelQuery query;
+        query.chip = chipOpt;
+        query.n = n;
+        query.k = k;
+        query.m = mOpt;
+        query.outType = outType;
+        query.wScale = wScale;
+        query.groupSize = groupOpt;
+        query.hasBias = hasBias;
+        if (!kernel)
+          kernel = bundle->findKernel(query);
+      }
   if (!kernel)
-    die(formatv("bundle has no {0} kernel for N={1} K={2} M={3}",
-                chipOpt.getValue(), n, k, mOpt.getValue())
+    die(formatv("bundle has no {0} kernel for N={1} K={2} G={3} M={4}",
+                chipOpt.getValue(), n, k, groupOpt.getValue(), mOpt.getValue())
             .str());
   runtime::EmulatorLauncher launcher;
   runtime::VerifyProblem problem;
@@ -162,6 +179,8 @@ static int runBundle() {
          << ", workgroup " << kernel->workgroupSize[0] << "\n";
   outs() << format("vs f64 reference: max abs error %.3g, max %.3g ulp (%s)\n",
                    result.maxAbsError, result.maxUlp, kernel->outType.c_str());
+  if (!result.error.empty())
+    die(kernel->symbol + ": " + result.error);
   printStats(result.stats);
   if (!result.passed()) {
     outs() << "FAIL: " << result.failures << " elements outside tolerance, "
@@ -186,6 +205,22 @@ int main(int argc, char **argv) {
       "mla-fp8-aot bundle directory): the kernel the\nmanifest picks for "
       "--chip, --N, --K (default 512, 128) and --M, on random inputs,\n"
       "compared with the reference.\n");
+
+  // Sizes the launch and the inputs: bounded so that buffers stay allocatable
+  // and the grid fits the hardware's limits.
+  if (bOpt < 1 || bOpt > 65535)
+    die("-B must be between 1 and 65535, got " + Twine(bOpt.getValue()));
+  if (mOpt < 0 || mOpt > (1 << 20))
+    die("-M must be between 0 and 1048576, got " + Twine(mOpt.getValue()));
+  for (auto *dim : {&nOpt, &kOpt})
+    if (*dim < 0 || *dim > 65536)
+      die("-" + dim->ArgStr + " must be between 1 and 65536, got " +
+          Twine(dim->getValue()));
+  if (int64_t(bOpt) * std::max<int64_t>(mOpt, 1) *
+          std::max<int64_t>({nOpt, kOpt, 512}) >
+      (int64_t(1) << 32))
+    die("-B, -M, -N and -K describe more than 2^32 elements; emulate a "
+        "smaller problem");
 
   if (sys::fs::is_directory(inputFile))
     return runBundle();

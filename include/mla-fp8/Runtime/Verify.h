@@ -43,10 +43,13 @@ struct VerifyResult {
   double maxUlp = 0;
   /// Dynamic counts of the kernel's run.
   emu::ExecStats stats;
-  /// The first failure, or the launch error.
+  /// Why the kernel could not be run (launch or emulation error); empty when
+  /// it ran.
+  std::string error;
+  /// The first mismatch.
   std::string message;
 
-  bool passed() const { return failures == 0 && outside == 0; }
+  bool passed() const { return error.empty() && failures == 0 && outside == 0; }
 };
 
 /// Generates inputs (x ~ N(0, 1) in bf16, weights ~ N(0, 0.05^2) quantized

@@ -30,7 +30,7 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
     ModuleOp module = getOperation();
     const ChipInfo *chipInfo = lookupChip(chip);
     if (!chipInfo) {
-      module.emitError() << describeUnsupportedChip(chip);
+      emitError(module.getLoc()) << describeUnsupportedChip(chip);
       return signalPassFailure();
     }
     SerializationOptions options;
@@ -50,21 +50,24 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
       extension = ".s";
       target = gpu::CompilationTarget::Assembly;
     } else {
-      module.emitError() << "unknown serialization format '" << format
-                         << "'; expected hsaco, object or isa";
+      emitError(module.getLoc()) << "unknown serialization format '" << format
+                                 << "'; expected hsaco, object or isa";
       return signalPassFailure();
     }
     if (optLevel > 3) {
-      module.emitError() << "opt-level must be 0 to 3, got " << optLevel;
+      emitError(module.getLoc())
+          << "opt-level must be 0 to 3, got " << optLevel;
       return signalPassFailure();
     }
 
     SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
     bool dumpToDirectory = !dump.empty() && llvm::sys::fs::is_directory(dump);
     if (!dump.empty() && !dumpToDirectory && gpuModules.size() > 1) {
-      module.emitError() << "dump=" << dump << " is a file but there are "
-                         << gpuModules.size()
-                         << " gpu.modules; give a directory";
+      emitError(module.getLoc())
+          << "dump=" << dump
+          << " is not an existing directory, so it names one "
+             "file, but there are "
+          << gpuModules.size() << " gpu.modules; give an existing directory";
       return signalPassFailure();
     }
 

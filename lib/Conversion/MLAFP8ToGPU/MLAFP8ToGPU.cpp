@@ -891,7 +891,7 @@ struct ConvertMLAFP8ToGPUPass
     ModuleOp module = getOperation();
     const ChipInfo *chipInfo = lookupChip(chip);
     if (!chipInfo) {
-      module.emitError() << describeUnsupportedChip(chip);
+      emitError(module.getLoc()) << describeUnsupportedChip(chip);
       return signalPassFailure();
     }
     SmallVector<PrequantBmmOp> ops;

@@ -101,8 +101,8 @@ TEST_P(DefaultSet, EveryKernelMatchesTheReference) {
       p.m = m;
       p.seed = uint64_t(m);
       VerifyResult out = runtime::verifyKernel(launcher(), kernel, p);
-      EXPECT_EQ(out.failures, 0)
-          << kernel.symbol << " M=" << m << ": " << out.message;
+      EXPECT_TRUE(out.passed())
+          << out.error << kernel.symbol << " M=" << m << ": " << out.message;
       EXPECT_EQ(out.outside, 0) << kernel.symbol << " M=" << m;
     }
   }
@@ -134,7 +134,8 @@ TEST(ServingLayouts, StridedXAndTransposedY) {
         p.stridedX = true;
         p.transposedY = true;
         VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
-        EXPECT_EQ(out.failures, 0) << kernel->symbol << ": " << out.message;
+        EXPECT_TRUE(out.passed())
+            << out.error << kernel->symbol << ": " << out.message;
         EXPECT_EQ(out.outside, 0) << kernel->symbol;
       }
 }
@@ -156,7 +157,8 @@ TEST(Options, PerBatchDescaleAndF16Output) {
         p.m = m;
         p.seed = 11;
         VerifyResult out = runtime::verifyKernel(launcher(), kernel, p);
-        EXPECT_EQ(out.failures, 0) << kernel.symbol << ": " << out.message;
+        EXPECT_TRUE(out.passed())
+            << out.error << kernel.symbol << ": " << out.message;
       }
     }
 }
@@ -176,7 +178,8 @@ TEST(Options, Bias) {
       p.m = kernel.minM + 2;
       p.seed = 13;
       VerifyResult out = runtime::verifyKernel(launcher(), kernel, p);
-      EXPECT_EQ(out.failures, 0) << kernel.symbol << ": " << out.message;
+      EXPECT_TRUE(out.passed())
+          << out.error << kernel.symbol << ": " << out.message;
     }
   EXPECT_EQ(withBias, 8);
 }
@@ -197,7 +200,8 @@ TEST(Options, PartialLastGroup) {
     p.m = 9;
     p.seed = 5;
     VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
-    EXPECT_EQ(out.failures, 0) << kernel->symbol << ": " << out.message;
+    EXPECT_TRUE(out.passed())
+        << out.error << kernel->symbol << ": " << out.message;
     EXPECT_EQ(out.outside, 0) << kernel->symbol;
   }
 }
@@ -215,7 +219,8 @@ TEST(Options, NaNAndInfActivations) {
       p.m = 3;
       p.specials = true;
       VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
-      EXPECT_EQ(out.failures, 0) << kernel->symbol << ": " << out.message;
+      EXPECT_TRUE(out.passed())
+          << out.error << kernel->symbol << ": " << out.message;
     }
 }
 
@@ -227,7 +232,7 @@ TEST(Options, ZeroTokensWriteNothing) {
   p.batch = 16;
   p.m = 0;
   VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
-  EXPECT_EQ(out.failures, 0) << out.message;
+  EXPECT_TRUE(out.passed()) << out.error << out.message;
   EXPECT_EQ(out.outside, 0);
 }
 

@@ -24,7 +24,7 @@ struct SelectTilesPass
   void runOnOperation() override {
     const ChipInfo *chipInfo = lookupChip(chip);
     if (!chipInfo) {
-      getOperation()->emitError() << describeUnsupportedChip(chip);
+      emitError(getOperation()->getLoc()) << describeUnsupportedChip(chip);
       return signalPassFailure();
     }
     WalkResult result = getOperation()->walk([&](PrequantBmmOp op) {
