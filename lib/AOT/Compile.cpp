@@ -14,6 +14,8 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <atomic>
+
 using namespace mlir;
 using namespace mlir::mlafp8;
 
@@ -60,9 +62,14 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
   return result;
 }
 
+static std::atomic<uint64_t> compiledGroups{0};
+
+uint64_t mlir::mlafp8::getCompiledGroupCount() { return compiledGroups; }
+
 llvm::Expected<CompiledGroup>
 mlir::mlafp8::compileKernelGroup(const KernelGroupSpec &spec,
                                  llvm::LLVMContext &llvmContext) {
+  ++compiledGroups;
   DialectRegistry registry;
   registerMLAFP8PipelineDependencies(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);

@@ -158,3 +158,5 @@ capi::CompileSpecResult capi::compileSpec(const CompileSpecOptions &o) {
   result.codeObjectVersion = compiled->metadata.codeObjectVersion;
   return result;
 }
+
+uint64_t capi::compiledGroupCount() { return getCompiledGroupCount(); }

@@ -63,7 +63,7 @@ def _declare(lib):
                                   ctypes.POINTER(c_void_p),
                                   ctypes.POINTER(c_void_p)],
         "hipMalloc": [ctypes.POINTER(c_void_p), c_size_t],
-        "hipMemset": [c_void_p, c_int, c_size_t],
+        "hipMemsetAsync": [c_void_p, c_int, c_size_t, c_void_p],
     }
     for name, argtypes in signatures.items():
         function = getattr(lib, name)
@@ -172,10 +172,12 @@ class HipRuntime:
             self._functions[key] = handle
             return handle
 
-    def get_workspace(self, device, nbytes):
-        """A device buffer of `nbytes`, zeroed once (kernels leave it
-        zeroed, so it is reused across launches)."""
-        key = (device, nbytes)
+    def get_workspace(self, device, stream, nbytes):
+        """A device buffer of `nbytes` for launches on `stream`, zeroed once
+        on that stream (kernels leave it zeroed, so it is reused across
+        launches). One per stream: launches sharing a workspace must not run
+        concurrently, and launches on one stream never do."""
+        key = (device, stream, nbytes)
         with self._lock:
             pointer = self._workspaces.get(key)
             if pointer is not None:
@@ -185,8 +187,9 @@ class HipRuntime:
                 handle = ctypes.c_void_p()
                 self._check(self._lib.hipMalloc(ctypes.byref(handle), nbytes),
                             "hipMalloc")
-                self._check(self._lib.hipMemset(handle, 0, nbytes),
-                            "hipMemset")
+                self._check(self._lib.hipMemsetAsync(
+                    handle, 0, nbytes, ctypes.c_void_p(stream)),
+                    "hipMemsetAsync")
             finally:
                 self._restore_device(previous, device)
             pointer = self._workspaces[key] = handle.value

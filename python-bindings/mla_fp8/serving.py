@@ -441,16 +441,16 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         "m": m, "x_stride_b": x_stride_b, "x_stride_m": x_stride_m,
         "y_stride_b": y_stride_b, "y_stride_m": y_stride_m,
     }
+    stream = torch.cuda.current_stream(device).cuda_stream
     if "workspace" in kernel.arg_offsets:
         nbytes = kernel.workspace_bytes(m, batch)
-        values["workspace"] = (runtime.get_workspace(index, nbytes)
+        values["workspace"] = (runtime.get_workspace(index, stream, nbytes)
                                if nbytes else 0)
     kernargs = hip.pack_kernel_args(kernel, values)
     code_key = (bundle.directory, kernel.chip,
                 bundle._chip_sha256(kernel._key[0]))
     function = runtime.get_function(index, code_key, kernel.code_object,
                                     kernel.symbol)
-    stream = torch.cuda.current_stream(device).cuda_stream
     runtime.launch(index, function, grid, kernel.workgroup_size, stream,
                    kernargs)
     return Y

@@ -412,6 +412,9 @@ PYBIND11_MODULE(_mla_fp8, m) {
       .def("grid", &PyBundle::grid)
       .def("run_emulated", &PyBundle::runEmulated);
 
+  m.def("compiled_group_count", &capi::compiledGroupCount,
+        "Kernel groups this process has lowered (a counter inside the "
+        "compiler)");
   m.def("generate_bundle", [](const py::dict &o) {
     capi::GenerateOptions options;
     options.model = o["model"].cast<std::string>();

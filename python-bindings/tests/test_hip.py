@@ -80,6 +80,7 @@ def make_torch():
     torch.full = lambda shape, value, dtype, device: Tensor(shape, dtype,
                                                             device)
     streams = {0: 0xAA00, 1: 0xBB00}
+    torch.streams = streams  # tests switch a device's current stream
     torch.cuda = types.SimpleNamespace(
         current_stream=lambda device: types.SimpleNamespace(
             cuda_stream=streams[device.index]),
@@ -103,7 +104,7 @@ class FakeHip:
 
     def __init__(self):
         self.calls, self.launches, self.device = [], [], 0
-        self.memset = []
+        self.memset, self.mallocs = [], 0
 
     def __getattr__(self, name):
         if name.startswith("hip"):
@@ -129,11 +130,12 @@ class FakeHip:
         return 0
 
     def _hipMalloc(self, out, size):
-        out._obj.value = 0x5000
+        out._obj.value = 0x5000 + 0x1000 * self.mallocs
+        self.mallocs += 1
         return 0
 
-    def _hipMemset(self, pointer, value, size):
-        self.memset.append((pointer.value, value, size))
+    def _hipMemsetAsync(self, pointer, value, size, stream):
+        self.memset.append((pointer.value, value, size, stream.value))
         return 0
 
     def _hipGetErrorString(self, status):
@@ -203,14 +205,38 @@ def test_launch(fake, session_bundle, n, k, m):
     assert (values["y_stride_b"], values["y_stride_m"]) == (n, batch * n)
     if kernel.workspace_bytes(m, batch):
         assert values["workspace"] == 0x5000
-        assert lib.memset == [(0x5000, 0, kernel.workspace_bytes(m,
-                                                                 batch))]
+        # Zeroed once, on the launch's stream, before the launch.
+        assert lib.memset == [(0x5000, 0, kernel.workspace_bytes(m, batch),
+                               0xBB00)]
     assert lib.device == 0, "the caller's device is restored"
     # A second call reuses the module, function and workspace.
     loads = [c for c in lib.calls if c[0] == "hipModuleLoadData"]
     call(x, w, ws, transpose_bm_in=True, transpose_bm=True)
     assert [c for c in lib.calls if c[0] == "hipModuleLoadData"] == loads
     assert len(lib.memset) <= 1 and len(lib.launches) == 2
+
+
+def test_workspace_per_stream(fake):
+    """Split-K launches on another stream get their own workspace, zeroed on
+    that stream; launches on one stream share one."""
+    torch, lib = fake
+    batch, n, k, m, dev = 16, 128, 512, 5, FakeDevice("cuda", 1)
+    x = torch.Tensor((batch, m, k), torch.bfloat16, dev)
+    w = torch.Tensor((batch, n, k), torch.float8_e4m3fnuz, dev)
+    ws = torch.Tensor((1,), torch.float32, dev)
+    call(x, w, ws)
+    call(x, w, ws)
+    torch.streams[1] = 0xCC00
+    call(x, w, ws)
+    used = [unpack_workspace(launch) for launch in lib.launches]
+    assert used[0] == used[1] != used[2]
+    assert [(ptr, stream) for ptr, _, _, stream in lib.memset] == [
+        (used[0], 0xBB00), (used[2], 0xCC00)]
+
+
+def unpack_workspace(launch):
+    """The workspace pointer at its kernarg offset (80)."""
+    return struct.unpack_from("<Q", launch["kernargs"], 80)[0]
 
 
 def test_yq_and_float_scale(fake):

@@ -31,6 +31,10 @@ struct CompiledGroup {
 llvm::Expected<CompiledGroup>
 compileKernelGroup(const KernelGroupSpec &spec, llvm::LLVMContext &llvmContext);
 
+/// How many kernel groups this process has lowered: lets embedders and tests
+/// prove that a path never compiles.
+uint64_t getCompiledGroupCount();
+
 /// A code object of one group, with its ISA text and metadata: what an
 /// embedder compiling a single spec asks for.
 struct CompiledCodeObject {

@@ -149,6 +149,9 @@ struct CompileSpecResult {
 /// Compiles the kernels of one shape (one per M range) into a code object.
 CompileSpecResult compileSpec(const CompileSpecOptions &options);
 
+/// Kernel groups lowered by this process so far (AOT/Compile.h).
+uint64_t compiledGroupCount();
+
 } // namespace mlir::mlafp8::capi
 
 #endif // MLA_FP8_CAPI_EMBEDDING_H

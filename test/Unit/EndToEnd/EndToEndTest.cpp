@@ -16,6 +16,7 @@
 #include "mla-fp8/Runtime/EmulatorLaunch.h"
 #include "mla-fp8/Runtime/Verify.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -224,16 +225,36 @@ TEST(Options, NaNAndInfActivations) {
     }
 }
 
+/// M = 0 (and B = 0) launch nothing and write nothing: Y, sized for a real
+/// call, keeps every sentinel.
 TEST(Options, ZeroTokensWriteNothing) {
   const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
-  const KernelEntry *kernel = bundle.findKernel("gfx942", 512, 128, 0);
+  const KernelEntry *kernel = bundle.findKernel("gfx942", 128, 512, 0);
   ASSERT_NE(kernel, nullptr);
-  VerifyProblem p;
-  p.batch = 16;
-  p.m = 0;
-  VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
-  EXPECT_TRUE(out.passed()) << out.error << out.message;
-  EXPECT_EQ(out.outside, 0);
+  std::array<uint64_t, 3> grid = kernel->getGrid(/*m=*/0, /*b=*/16);
+  EXPECT_EQ(grid[1], 0u);
+  std::vector<uint16_t> x(16 * 4 * 512, 0x3f80), y(16 * 4 * 128, 0x7fc1);
+  std::vector<uint8_t> w(16 * 128 * 512, 0x38);
+  float ws = 1.0f;
+  runtime::PrequantBmmCall call;
+  call.batch = 16;
+  call.x = x.data();
+  call.xStrideB = 4 * 512;
+  call.xStrideM = 512;
+  call.w = w.data();
+  call.wScale = &ws;
+  call.y = y.data();
+  call.yStrideB = 4 * 128;
+  call.yStrideM = 128;
+  for (auto [batch, m] : {std::pair<int64_t, int64_t>{16, 0}, {0, 4}}) {
+    call.batch = batch;
+    call.m = m;
+    auto stats = launcher().launch(*kernel, call);
+    ASSERT_TRUE(static_cast<bool>(stats)) << llvm::toString(stats.takeError());
+    EXPECT_EQ(stats->instructions, 0u);
+    EXPECT_EQ(stats->workgroups, 0u);
+    EXPECT_TRUE(llvm::all_of(y, [](uint16_t v) { return v == 0x7fc1; }));
+  }
 }
 
 } // namespace
