@@ -20,6 +20,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 namespace mlir::mlafp8 {
 #define GEN_PASS_DEF_CONVERTMLAFP8TOGPUPASS
 #include "mla-fp8/Conversion/Passes.h.inc"
@@ -335,33 +337,46 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
     auto emitPass = [&] {
       Value row = add(rowInPass, pass * p.rowsPerPass);
       SmallVector<Value> chunks;
-      Value amax = f32(0.0f);
+      // The amax is reduced on the bit patterns of |x|: for non-negative
+      // floats integer order is value order, and NaN and Inf patterns sort
+      // above every finite one, so a row holding either is seen (a float
+      // maxnum would skip a NaN).
+      auto i32Type = b.getI32Type();
+      Value amaxBits = arith::ConstantOp::create(b, b.getI32IntegerAttr(0));
       for (int64_t c = 0; c < p.chunksPerLane; ++c) {
         auto f32x8 = VectorType::get({8}, f32Type);
         Value v = arith::ExtFOp::create(b, f32x8,
                                         xChunks[pass * p.chunksPerLane + c]);
         chunks.push_back(v);
         // |v| by clearing the sign bits.
-        auto i32x8 = VectorType::get({8}, b.getI32Type());
+        auto i32x8 = VectorType::get({8}, i32Type);
         Value bits = vector::BitCastOp::create(b, i32x8, v);
         Value magnitudeMask = arith::ConstantOp::create(
             b, i32x8,
             DenseElementsAttr::get(i32x8, b.getI32IntegerAttr(0x7fffffff)));
-        Value abs = vector::BitCastOp::create(
-            b, f32x8, arith::AndIOp::create(b, bits, magnitudeMask));
-        Value chunkMax =
-            vector::ReductionOp::create(b, vector::CombiningKind::MAXNUMF, abs);
-        amax = arith::MaxNumFOp::create(b, amax, chunkMax);
+        Value absBits = arith::AndIOp::create(b, bits, magnitudeMask);
+        Value chunkMax = vector::ReductionOp::create(
+            b, vector::CombiningKind::MAXUI, absBits);
+        amaxBits = arith::MaxUIOp::create(b, amaxBits, chunkMax);
       }
       for (int64_t offset = 1; offset < p.lanesPerRow; offset *= 2) {
         Value other =
-            gpu::ShuffleOp::create(b, amax, static_cast<int32_t>(offset), 64,
-                                   gpu::ShuffleMode::XOR)
+            gpu::ShuffleOp::create(b, amaxBits, static_cast<int32_t>(offset),
+                                   64, gpu::ShuffleMode::XOR)
                 .getShuffleResult();
-        amax = arith::MaxNumFOp::create(b, amax, other);
+        amaxBits = arith::MaxUIOp::create(b, amaxBits, other);
       }
+      Value amax = arith::BitcastOp::create(b, f32Type, amaxBits);
       amax = arith::MaxNumFOp::create(b, amax, f32(1e-10f));
       Value scale = arith::MulFOp::create(b, amax, f32(invFmax));
+      // A NaN or Inf in the row makes the row's scale NaN, so every output of
+      // the row is NaN, as in the reference; its quantized values (clamped,
+      // finite) then do not matter.
+      Value nonFinite = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::ugt, amaxBits,
+          arith::ConstantOp::create(b, b.getI32IntegerAttr(0x7f7fffff)));
+      scale = arith::SelectOp::create(
+          b, nonFinite, f32(std::numeric_limits<float>::quiet_NaN()), scale);
       Value inverse = arith::DivFOp::create(b, f32(1.0f), scale);
 
       auto storeRow = [&]() {
@@ -371,12 +386,9 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
           auto f32x8 = VectorType::get({8}, f32Type);
           Value q = arith::MulFOp::create(
               b, chunks[c], vector::BroadcastOp::create(b, f32x8, inverse));
-          // maximumf/minimumf pass a NaN through (a NaN or Inf activation
-          // makes its row NaN, as in the reference) where maxnumf/minnumf
-          // would turn it into -FMAX and hide it.
-          q = arith::MaximumFOp::create(
+          q = arith::MaxNumFOp::create(
               b, q, vector::BroadcastOp::create(b, f32x8, f32(-p.fmax)));
-          q = arith::MinimumFOp::create(
+          q = arith::MinNumFOp::create(
               b, q, vector::BroadcastOp::create(b, f32x8, f32(p.fmax)));
           SmallVector<Value> words;
           for (int64_t word = 0; word < 2; ++word) {

@@ -26,19 +26,25 @@
 // CHECK: %[[B1:.+]] = vector.bitcast %[[W1]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // Quantization: 8 bf16 per lane, |x| max, then across the 16 lanes of a row.
 // CHECK: %[[XF:.+]] = arith.extf %[[XV]] : vector<8xbf16> to vector<8xf32>
+// The amax is an unsigned max of the |x| bit patterns (NaN and Inf sort
+// above every finite value); a non-finite row gets a NaN scale.
 // CHECK: arith.andi
-// CHECK: vector.reduction <maxnumf>
-// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c64_i32 : f32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c64_i32 : f32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32, %c64_i32 : f32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c8_i32, %c64_i32 : f32
-// CHECK: %[[AMAX:.+]] = arith.maxnumf %{{.+}}, %cst{{.*}} : f32
-// CHECK: %[[S:.+]] = arith.mulf %[[AMAX]], %cst{{.*}} : f32
+// CHECK: vector.reduction <maxui>
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c64_i32 : i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c64_i32 : i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32, %c64_i32 : i32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c8_i32, %c64_i32 : i32
+// CHECK: %[[BITS:.+]] = arith.maxui %{{.+}}, %{{.+}} : i32
+// CHECK-NEXT: %[[ABS:.+]] = arith.bitcast %[[BITS]] : i32 to f32
+// CHECK: %[[AMAX:.+]] = arith.maxnumf %[[ABS]], %cst{{.*}} : f32
+// CHECK: %[[S0:.+]] = arith.mulf %[[AMAX]], %cst{{.*}} : f32
+// CHECK: %[[NF:.+]] = arith.cmpi ugt, %[[BITS]], %c2139095039_i32 : i32
+// CHECK: %[[S:.+]] = arith.select %[[NF]], %cst{{.*}}, %[[S0]] : f32
 // CHECK: %[[INV:.+]] = arith.divf %cst{{.*}}, %[[S]] : f32
 // CHECK: %[[INVV:.+]] = vector.broadcast %[[INV]] : f32 to vector<8xf32>
 // CHECK: %[[Q:.+]] = arith.mulf %[[XF]], %[[INVV]] : vector<8xf32>
-// CHECK: %[[LO:.+]] = arith.maximumf %[[Q]], %cst{{.*}} : vector<8xf32>
-// CHECK: %[[C:.+]] = arith.minimumf %[[LO]], %cst{{.*}} : vector<8xf32>
+// CHECK: %[[LO:.+]] = arith.maxnumf %[[Q]], %cst{{.*}} : vector<8xf32>
+// CHECK: %[[C:.+]] = arith.minnumf %[[LO]], %cst{{.*}} : vector<8xf32>
 // CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into undef[word 0] : f32 to vector<4xf8E4M3FNUZ>
 // CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into %{{.+}}[word 1]
 // CHECK: amdgpu.packed_trunc_2xfp8 %{{.+}}, %{{.+}} into undef[word 0]
