@@ -171,6 +171,20 @@ static LogicalResult verifyBmm(Operation *op, const BmmOperands &ops) {
   return success();
 }
 
+/// The shared operands of `scaled_bmm` and `prequant_bmm`; `x` is the
+/// activation operand's type (fp8 `q` or bf16/f16 `x`).
+template <typename OpTy>
+static BmmOperands getBmmOperands(OpTy op, RankedTensorType x) {
+  return {x,
+          op.getW().getType(),
+          op.getWScale().getType(),
+          op.getBias() ? op.getBias().getType() : RankedTensorType(),
+          op.getY().getType(),
+          op.getWScaleMode(),
+          op.getXLayout(),
+          op.getYLayout()};
+}
+
 //===----------------------------------------------------------------------===//
 // GroupQuantOp
 //===----------------------------------------------------------------------===//
@@ -211,15 +225,7 @@ LogicalResult ScaledBmmOp::verify() {
     return emitOpError() << "w element type must match q ("
                          << qType.getElementType() << "), got "
                          << wType.getElementType();
-  BmmOperands ops{qType,
-                  wType,
-                  getWScale().getType(),
-                  getBias() ? getBias().getType() : RankedTensorType(),
-                  getY().getType(),
-                  getWScaleMode(),
-                  getXLayout(),
-                  getYLayout()};
-  if (failed(verifyBmm(op, ops)))
+  if (failed(verifyBmm(op, getBmmOperands(*this, qType))))
     return failure();
   return verifyScales(op, qType, getScales().getType(), getGroupSize());
 }
@@ -241,15 +247,7 @@ LogicalResult PrequantBmmOp::verify() {
       failed(verifyRank3(op, "x", xType)) ||
       failed(verifyActivationType(op, "x", xType)))
     return failure();
-  BmmOperands ops{xType,
-                  getW().getType(),
-                  getWScale().getType(),
-                  getBias() ? getBias().getType() : RankedTensorType(),
-                  getY().getType(),
-                  getWScaleMode(),
-                  getXLayout(),
-                  getYLayout()};
-  if (failed(verifyBmm(op, ops)))
+  if (failed(verifyBmm(op, getBmmOperands(*this, xType))))
     return failure();
 
   std::optional<ArrayAttr> tiles = getTiles();
