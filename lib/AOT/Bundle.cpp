@@ -24,6 +24,7 @@
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <dlfcn.h>
 #include <mutex>
 #include <unistd.h>
@@ -84,34 +85,6 @@ mlir::mlafp8::computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
   return sha256Hex(text);
 }
 
-/// Writes `contents` to `path` through a temporary file in the same directory
-/// and a rename, so readers never see a partial file.
-static llvm::Error writeFileAtomically(llvm::StringRef path,
-                                       llvm::StringRef contents) {
-  llvm::SmallString<256> temp(path);
-  temp += ".tmp-%%%%%%";
-  int fd;
-  llvm::SmallString<256> tempPath;
-  if (std::error_code ec = llvm::sys::fs::createUniqueFile(temp, fd, tempPath))
-    return makeError("cannot create '" + tempPath + "': " + ec.message());
-  {
-    llvm::raw_fd_ostream os(fd, /*shouldClose=*/true);
-    os << contents;
-    os.close();
-    if (os.has_error()) {
-      llvm::sys::fs::remove(tempPath);
-      return makeError("cannot write '" + tempPath +
-                       "': " + os.error().message());
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(tempPath, path)) {
-    llvm::sys::fs::remove(tempPath);
-    return makeError("cannot rename '" + tempPath + "' to '" + path +
-                     "': " + ec.message());
-  }
-  return llvm::Error::success();
-}
-
 static llvm::json::Value tileToJSON(const TileConfig &t) {
   return llvm::json::Object{
       {"min_m", t.minM},         {"max_m", t.maxM},
@@ -119,27 +92,6 @@ static llvm::json::Value tileToJSON(const TileConfig &t) {
       {"waves", t.waves},        {"mfma", stringifyMfmaShape(t.mfma)},
       {"split_k", t.splitK},     {"stages", t.stages},
       {"occupancy", t.occupancy}};
-}
-
-static std::optional<TileConfig> tileFromJSON(const llvm::json::Object &o) {
-  TileConfig t{};
-  auto get = [&](llvm::StringRef key, int64_t &out) {
-    std::optional<int64_t> v = o.getInteger(key);
-    if (v)
-      out = *v;
-    return v.has_value();
-  };
-  std::optional<llvm::StringRef> mfma = o.getString("mfma");
-  if (!get("min_m", t.minM) || !get("max_m", t.maxM) ||
-      !get("block_m", t.blockM) || !get("block_n", t.blockN) ||
-      !get("waves", t.waves) || !get("split_k", t.splitK) ||
-      !get("stages", t.stages) || !get("occupancy", t.occupancy) || !mfma)
-    return std::nullopt;
-  std::optional<MfmaShape> shape = symbolizeMfmaShape(*mfma);
-  if (!shape)
-    return std::nullopt;
-  t.mfma = *shape;
-  return t;
 }
 
 /// Fills each kernel's metadata and instruction statistics from the code
@@ -165,91 +117,174 @@ static llvm::Error describeKernels(ChipBundle &bundle) {
   return llvm::Error::success();
 }
 
-/// Reads a chip bundle from the cache; nullopt when absent or unreadable (a
-/// damaged entry is rebuilt, not trusted).
+/// The kernels of `chip` among `groups`, in bundle order, as the tile table
+/// gives them: what a compilation of these groups defines, and what a cache
+/// entry must list.
+static llvm::Expected<std::vector<BundleKernel>>
+planChipKernels(const std::vector<KernelGroupSpec> &groups,
+                llvm::StringRef chip) {
+  std::vector<BundleKernel> kernels;
+  for (const KernelGroupSpec &g : groups) {
+    if (g.chip != chip)
+      continue;
+    llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(g);
+    if (!tiles)
+      return tiles.takeError();
+    KernelShape shape{g.shape.n,
+                      g.shape.k,
+                      g.groupSize,
+                      g.outType,
+                      g.weightScale == WeightScale::PerBatch,
+                      g.hasBias};
+    for (const TileConfig &tile : *tiles)
+      kernels.push_back({getKernelName(shape, chip, tile), g, tile, {}, {}});
+  }
+  return kernels;
+}
+
+/// The kernel list of a cache entry: symbol, group and tile of each kernel.
+static std::string renderCacheIndex(const std::vector<BundleKernel> &kernels) {
+  llvm::json::Array array;
+  for (const BundleKernel &k : kernels)
+    array.push_back(llvm::json::Object{{"symbol", k.symbol},
+                                       {"group", k.group.getBaseName()},
+                                       {"tile", tileToJSON(k.tile)}});
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::json::Value(llvm::json::Object{{"kernels", std::move(array)}});
+  return text;
+}
+
+/// A cache entry is one file, replaced by one rename:
+///   "mla-fp8 cache entry 1\n" "sha256 <hex of the rest>\n"
+///   "index <bytes>\n" "object <bytes>\n" <index> <code object>
+static constexpr llvm::StringLiteral kCacheMagic = "mla-fp8 cache entry 1\n";
+
+/// The largest cache entry read back; code objects are a few MiB.
+static constexpr uint64_t kMaxCacheEntryBytes = 1u << 30;
+
+static std::string getCacheEntryPath(llvm::StringRef cacheDir,
+                                     llvm::StringRef key) {
+  llvm::SmallString<256> path(cacheDir);
+  llvm::sys::path::append(path, key + ".entry");
+  return std::string(path);
+}
+
+static std::string renderCacheEntry(llvm::StringRef index,
+                                    llvm::StringRef object) {
+  std::string payload =
+      llvm::formatv("index {0}\nobject {1}\n", index.size(), object.size())
+          .str();
+  payload += index;
+  payload += object;
+  return (kCacheMagic + "sha256 " + sha256Hex(payload) + "\n" + payload).str();
+}
+
+/// Splits a cache entry into its index and object after checking its
+/// checksum and lengths; the error says what is wrong.
+static llvm::Error parseCacheEntry(llvm::StringRef entry,
+                                   llvm::StringRef &index,
+                                   llvm::StringRef &object) {
+  if (!entry.consume_front(kCacheMagic))
+    return makeError("bad header");
+  if (!entry.consume_front("sha256 ") || entry.size() < 65 || entry[64] != '\n')
+    return makeError("no checksum");
+  llvm::StringRef checksum = entry.take_front(64);
+  llvm::StringRef payload = entry.drop_front(65);
+  if (sha256Hex(payload) != checksum)
+    return makeError("checksum mismatch");
+  uint64_t indexBytes, objectBytes;
+  auto [indexLine, rest] = payload.split('\n');
+  auto [objectLine, data] = rest.split('\n');
+  if (!indexLine.consume_front("index ") ||
+      indexLine.getAsInteger(10, indexBytes) ||
+      !objectLine.consume_front("object ") ||
+      objectLine.getAsInteger(10, objectBytes) || indexBytes > data.size() ||
+      objectBytes != data.size() - indexBytes)
+    return makeError("bad lengths");
+  index = data.take_front(indexBytes);
+  object = data.drop_front(indexBytes);
+  return llvm::Error::success();
+}
+
+/// Reads a chip bundle from the cache; nullopt when absent. A damaged or
+/// unreadable entry is removed, reported through `warn` and not used.
 static std::optional<ChipBundle>
 readCachedChipBundle(const std::vector<KernelGroupSpec> &groups,
                      llvm::StringRef chip, llvm::StringRef cacheDir,
-                     const std::string &key) {
-  llvm::SmallString<256> objectPath(cacheDir), indexPath(cacheDir);
-  llvm::sys::path::append(objectPath, key + ".hsaco");
-  llvm::sys::path::append(indexPath, key + ".json");
-  auto object = llvm::MemoryBuffer::getFile(objectPath);
-  auto index = llvm::MemoryBuffer::getFile(indexPath);
-  if (!object || !index)
+                     const std::string &key,
+                     const std::function<void(llvm::StringRef)> &warn) {
+  std::string path = getCacheEntryPath(cacheDir, key);
+  if (!llvm::sys::fs::exists(path))
     return std::nullopt;
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*index)->getBuffer());
-  if (!json) {
-    llvm::consumeError(json.takeError());
+  auto discard = [&](const llvm::Twine &why) -> std::optional<ChipBundle> {
+    // unlink, not sys::fs::remove, which refuses FIFOs and devices.
+    std::string removal = "removed it";
+    if (::unlink(path.c_str()) < 0 && errno != ENOENT)
+      removal = "cannot remove it (" +
+                std::error_code(errno, std::generic_category()).message() + ")";
+    if (warn)
+      warn(("cache entry '" + path + "' is unusable (" + why + "); " + removal +
+            ", compiling " + chip + " instead")
+               .str());
     return std::nullopt;
-  }
-  const llvm::json::Object *root = json->getAsObject();
-  const llvm::json::Array *kernels = root ? root->getArray("kernels") : nullptr;
-  if (!kernels)
-    return std::nullopt;
+  };
+  llvm::Expected<std::string> data = readRegularFile(path, kMaxCacheEntryBytes);
+  if (!data)
+    return discard(llvm::toString(data.takeError()));
+  llvm::StringRef index, object;
+  if (llvm::Error err = parseCacheEntry(*data, index, object))
+    return discard(llvm::toString(std::move(err)));
+  // The checksum proves the entry is what some run wrote; the kernel list
+  // must also be the one these groups ask for.
+  llvm::Expected<std::vector<BundleKernel>> planned =
+      planChipKernels(groups, chip);
+  if (!planned)
+    return discard(llvm::toString(planned.takeError()));
+  if (index != renderCacheIndex(*planned))
+    return discard("its kernel list differs from the tile table's");
   ChipBundle bundle;
   bundle.chip = chip.str();
-  bundle.codeObject = (*object)->getBuffer().str();
+  bundle.codeObject = object.str();
   bundle.cacheKey = key;
   bundle.fromCache = true;
-  for (const llvm::json::Value &v : *kernels) {
-    const llvm::json::Object *k = v.getAsObject();
-    if (!k)
-      return std::nullopt;
-    std::optional<llvm::StringRef> symbol = k->getString("symbol");
-    std::optional<llvm::StringRef> base = k->getString("group");
-    const llvm::json::Object *tile = k->getObject("tile");
-    if (!symbol || !base || !tile)
-      return std::nullopt;
-    auto group = llvm::find_if(groups, [&](const KernelGroupSpec &g) {
-      return g.chip == chip && g.getBaseName() == *base;
-    });
-    std::optional<TileConfig> tileInfo = tileFromJSON(*tile);
-    if (group == groups.end() || !tileInfo)
-      return std::nullopt;
-    bundle.kernels.push_back({symbol->str(), *group, *tileInfo, {}, {}});
-  }
-  if (llvm::Error err = describeKernels(bundle)) {
-    llvm::consumeError(std::move(err));
-    return std::nullopt;
-  }
+  bundle.kernels = std::move(*planned);
+  if (llvm::Error err = describeKernels(bundle))
+    return discard(llvm::toString(std::move(err)));
   return bundle;
 }
 
 static llvm::Error writeCachedChipBundle(const ChipBundle &bundle,
                                          llvm::StringRef cacheDir) {
   if (std::error_code ec = llvm::sys::fs::create_directories(cacheDir))
-    return makeError("cannot create cache directory '" + cacheDir +
-                     "': " + ec.message());
-  llvm::json::Array kernels;
-  for (const BundleKernel &k : bundle.kernels)
-    kernels.push_back(llvm::json::Object{{"symbol", k.symbol},
-                                         {"group", k.group.getBaseName()},
-                                         {"tile", tileToJSON(k.tile)}});
-  std::string index;
-  llvm::raw_string_ostream os(index);
-  os << llvm::json::Value(llvm::json::Object{{"kernels", std::move(kernels)}});
-  llvm::SmallString<256> objectPath(cacheDir), indexPath(cacheDir);
-  llvm::sys::path::append(objectPath, bundle.cacheKey + ".hsaco");
-  llvm::sys::path::append(indexPath, bundle.cacheKey + ".json");
-  // The object first: an index without its object is never read as a hit.
-  if (llvm::Error err = writeFileAtomically(objectPath, bundle.codeObject))
-    return err;
-  return writeFileAtomically(indexPath, index);
+    return makeError("cannot create '" + cacheDir + "': " + ec.message());
+  return writeFileAtomically(
+      getCacheEntryPath(cacheDir, bundle.cacheKey),
+      renderCacheEntry(renderCacheIndex(bundle.kernels), bundle.codeObject));
+}
+
+/// What decides a group's code. Groups alike in all of it (K-up and V-up
+/// when kv_lora_rank == qk_nope_head_dim == v_head_dim) define the same
+/// kernels, so only the first of them is compiled.
+static std::string getCodeIdentity(const KernelGroupSpec &g) {
+  return llvm::formatv("n{0} k{1} g{2} {3} {4} {5} {6} ws{7} bias{8} maxm{9}",
+                       g.shape.n, g.shape.k, g.groupSize, g.chip, g.inType,
+                       g.fp8Type, g.outType, static_cast<int>(g.weightScale),
+                       g.hasBias, g.maxM)
+      .str();
 }
 
 llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
     const std::vector<KernelGroupSpec> &groups, llvm::StringRef chipName,
     const BundleOptions &options, const BundleStepCallback &onStep,
-    llvm::ThreadPoolInterface *pool) {
+    llvm::ThreadPoolInterface *pool, std::atomic<bool> *cacheUnwritable) {
   const ChipInfo *chip = lookupChip(chipName);
   if (!chip)
     return makeError(describeUnsupportedChip(chipName));
   std::string key = computeChipCacheKey(groups, chipName);
   if (!options.cacheDir.empty())
-    if (std::optional<ChipBundle> cached =
-            readCachedChipBundle(groups, chipName, options.cacheDir, key)) {
+    if (std::optional<ChipBundle> cached = readCachedChipBundle(
+            groups, chipName, options.cacheDir, key, options.onWarning)) {
       if (onStep)
         onStep(chipName.str() + " (cached)",
                llvm::count_if(groups,
@@ -264,19 +299,29 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   ChipBundle bundle;
   bundle.chip = chipName.str();
   bundle.cacheKey = key;
-
-  // Lower the chip's groups concurrently, each in its own contexts, handing
-  // the results over as bitcode; link them in group order so that the code
-  // object does not depend on which finished first.
   std::vector<const KernelGroupSpec *> chipGroups;
   for (const KernelGroupSpec &group : groups)
     if (group.chip == chipName)
       chipGroups.push_back(&group);
+  // Index of the group whose compilation serves each group.
+  std::vector<size_t> source(chipGroups.size());
+  for (size_t i = 0; i < chipGroups.size(); ++i) {
+    source[i] = i;
+    for (size_t j = 0; j < i; ++j)
+      if (getCodeIdentity(*chipGroups[j]) == getCodeIdentity(*chipGroups[i])) {
+        source[i] = j;
+        break;
+      }
+  }
   struct Lowered {
     std::string bitcode, error;
     std::vector<std::pair<std::string, TileConfig>> kernels;
   };
   std::vector<Lowered> lowered(chipGroups.size());
+  auto stepName = [&](const KernelGroupSpec &group) {
+    return chipName.str() + " " + group.shape.name +
+           (group.hasBias ? " bias" : "");
+  };
   auto lower = [&](size_t i) {
     const KernelGroupSpec &group = *chipGroups[i];
     llvm::LLVMContext context;
@@ -289,18 +334,18 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
     llvm::WriteBitcodeToFile(*compiled->module, os);
     lowered[i].kernels = std::move(compiled->kernels);
     if (onStep)
-      onStep(chipName.str() + " " + group.shape.name +
-                 (group.hasBias ? " bias" : ""),
-             1, /*cached=*/false);
+      onStep(stepName(group), 1, /*cached=*/false);
   };
   if (pool) {
     llvm::ThreadPoolTaskGroup tasks(*pool);
     for (size_t i = 0; i < chipGroups.size(); ++i)
-      tasks.async([&lower, i] { lower(i); });
+      if (source[i] == i)
+        tasks.async([&lower, i] { lower(i); });
     tasks.wait();
   } else {
     for (size_t i = 0; i < chipGroups.size(); ++i)
-      lower(i);
+      if (source[i] == i)
+        lower(i);
   }
 
   llvm::LLVMContext llvmContext;
@@ -309,19 +354,36 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   llvm::Linker linker(*linked);
   for (size_t i = 0; i < chipGroups.size(); ++i) {
     const KernelGroupSpec &group = *chipGroups[i];
-    if (!lowered[i].error.empty())
-      return makeError(lowered[i].error);
-    llvm::Expected<std::unique_ptr<llvm::Module>> module =
-        llvm::parseBitcodeFile(
-            llvm::MemoryBufferRef(lowered[i].bitcode, group.getBaseName()),
-            llvmContext);
-    if (!module)
-      return module.takeError();
-    if (linker.linkInModule(std::move(*module)))
-      return makeError("cannot link the LLVM IR of " + group.getBaseName());
-    for (auto &[symbol, tile] : lowered[i].kernels)
+    const Lowered &from = lowered[source[i]];
+    if (!from.error.empty())
+      return makeError(from.error);
+    if (source[i] != i) {
+      if (onStep)
+        onStep(stepName(group) + " (same kernels as " +
+                   chipGroups[source[i]]->shape.name + ")",
+               1, /*cached=*/false);
+    } else {
+      llvm::Expected<std::unique_ptr<llvm::Module>> module =
+          llvm::parseBitcodeFile(
+              llvm::MemoryBufferRef(from.bitcode, group.getBaseName()),
+              llvmContext);
+      if (!module)
+        return module.takeError();
+      if (linker.linkInModule(std::move(*module)))
+        return makeError("cannot link the LLVM IR of " + group.getBaseName());
+    }
+    for (auto &[symbol, tile] : from.kernels)
       bundle.kernels.push_back({symbol, group, tile, {}, {}});
   }
+  // The cache re-derives the kernel list from the tile table; a compiled
+  // bundle must agree with it, or cached bundles would differ from fresh ones.
+  llvm::Expected<std::vector<BundleKernel>> planned =
+      planChipKernels(groups, chipName);
+  if (!planned)
+    return planned.takeError();
+  if (renderCacheIndex(*planned) != renderCacheIndex(bundle.kernels))
+    return makeError("the kernels compiled for " + chipName +
+                     " differ from the tile table's");
   llvm::Expected<std::string> object = emitObject(*linked, *chip);
   if (!object)
     return object.takeError();
@@ -333,9 +395,16 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
     onStep(chipName.str() + " code object", 1, /*cached=*/false);
   if (llvm::Error err = describeKernels(bundle))
     return std::move(err);
-  if (!options.cacheDir.empty())
-    if (llvm::Error err = writeCachedChipBundle(bundle, options.cacheDir))
-      return std::move(err);
+  // A cache that cannot be written costs speed, not the run: warn once.
+  if (!options.cacheDir.empty() &&
+      !(cacheUnwritable && cacheUnwritable->load()))
+    if (llvm::Error err = writeCachedChipBundle(bundle, options.cacheDir)) {
+      bool first = !cacheUnwritable || !cacheUnwritable->exchange(true);
+      std::string message = llvm::toString(std::move(err));
+      if (first && options.onWarning)
+        options.onWarning("cannot write the cache in '" + options.cacheDir +
+                          "' (" + message + "); continuing without it");
+    }
   return bundle;
 }
 
@@ -493,83 +562,20 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
   return text;
 }
 
-llvm::Error mlir::mlafp8::writeDirectoryAtomically(
-    llvm::StringRef dir,
-    const std::vector<std::pair<std::string, std::string>> &files,
-    const std::function<llvm::Error(llvm::StringRef)> &check) {
-  llvm::SmallString<256> target(dir);
-  llvm::sys::path::remove_dots(target, /*remove_dot_dot=*/true);
-  llvm::StringRef parent = llvm::sys::path::parent_path(target);
-  if (parent.empty())
-    parent = ".";
-  if (std::error_code ec = llvm::sys::fs::create_directories(parent))
-    return makeError("cannot create output directory '" + parent +
-                     "': " + ec.message());
-  llvm::SmallString<256> staging;
-  std::string model =
-      (parent + "/." + llvm::sys::path::filename(target) + ".tmp-%%%%%%").str();
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(model, staging))
-    return makeError("cannot write to output directory '" + parent +
-                     "': " + ec.message());
-  auto cleanup = [&] { llvm::sys::fs::remove_directories(staging); };
-  // Unique directories are created private; a bundle is as readable as any
-  // directory the user creates.
-  llvm::sys::fs::setPermissions(
-      staging, static_cast<llvm::sys::fs::perms>(llvm::sys::fs::all_all &
-                                                 ~llvm::sys::fs::getUmask()));
-  for (const auto &[name, contents] : files) {
-    llvm::SmallString<256> path(staging);
-    llvm::sys::path::append(path, name);
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    if (!ec) {
-      os << contents;
-      os.close();
-      ec = os.error();
-    }
-    if (ec) {
-      cleanup();
-      return makeError("cannot write '" + path + "': " + ec.message());
-    }
-  }
-  if (check)
-    if (llvm::Error err = check(staging)) {
-      cleanup();
-      return err;
-    }
-  // Swap the directories: the old bundle stays whole until the new one is.
-  llvm::SmallString<256> old;
-  bool hadOld = llvm::sys::fs::exists(target);
-  if (hadOld) {
-    if (!llvm::sys::fs::is_directory(target)) {
-      cleanup();
-      return makeError("output path '" + target + "' is not a directory");
-    }
-    old = staging;
-    old += ".old";
-    if (std::error_code ec = llvm::sys::fs::rename(target, old)) {
-      cleanup();
-      return makeError("cannot replace '" + target + "': " + ec.message());
-    }
-  }
-  if (std::error_code ec = llvm::sys::fs::rename(staging, target)) {
-    if (hadOld)
-      llvm::sys::fs::rename(old, target);
-    cleanup();
-    return makeError("cannot move the bundle into '" + target +
-                     "': " + ec.message());
-  }
-  if (hadOld)
-    llvm::sys::fs::remove_directories(old);
-  return llvm::Error::success();
-}
-
 llvm::Expected<BundleResult>
 mlir::mlafp8::generateBundle(const BundleOptions &options) {
   llvm::Expected<std::vector<KernelGroupSpec>> groups =
       buildKernelSet(options.kernels);
   if (!groups)
     return groups.takeError();
+
+  // Before anything is compiled: the output must be replaceable, and the
+  // staging directory beside it is created (so an unwritable place fails
+  // now, not after minutes of compiling).
+  llvm::Expected<std::unique_ptr<StagedDirectory>> staged =
+      StagedDirectory::create(options.outputDir, options.force);
+  if (!staged)
+    return staged.takeError();
 
   std::vector<std::string> chipNames;
   for (const KernelGroupSpec &g : *groups)
@@ -595,12 +601,21 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
     progress.cached = cached;
     options.onProgress(progress);
   };
+  // Warnings come from worker threads; the callback sees one at a time.
+  std::mutex warningMutex;
+  BundleOptions chipOptions = options;
+  if (options.onWarning)
+    chipOptions.onWarning = [&](llvm::StringRef message) {
+      std::lock_guard<std::mutex> lock(warningMutex);
+      options.onWarning(message);
+    };
+  std::atomic<bool> cacheUnwritable{false};
   {
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency(jobs));
     for (size_t i = 0; i < chipNames.size(); ++i)
       pool.async([&, i] {
-        results[i].emplace(
-            buildChipBundle(*groups, chipNames[i], options, onStep, &pool));
+        results[i].emplace(buildChipBundle(*groups, chipNames[i], chipOptions,
+                                           onStep, &pool, &cacheUnwritable));
       });
     pool.wait();
   }
@@ -624,12 +639,20 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
   std::vector<std::pair<std::string, std::string>> files;
   for (const ChipBundle &chip : result.chips)
     files.emplace_back(chip.chip + ".hsaco", chip.codeObject);
-  files.emplace_back("manifest.json", result.manifest);
-  files.emplace_back("mla_fp8_kernels.h", result.header);
-  for (const auto &file : files)
-    result.bytesWritten += file.second.size();
-  if (llvm::Error err = writeDirectoryAtomically(options.outputDir, files,
-                                                 options.checkBeforePublish))
+  files.emplace_back(kManifestFileName, result.manifest);
+  files.emplace_back(kManifestDigestFileName,
+                     renderManifestDigest(result.manifest));
+  files.emplace_back(kHeaderFileName, result.header);
+  for (const auto &[name, contents] : files) {
+    result.bytesWritten += contents.size();
+    if (llvm::Error err = (*staged)->writeFile(name, contents))
+      return std::move(err);
+  }
+  if (options.checkBeforePublish)
+    if (llvm::Error err = options.checkBeforePublish((*staged)->getPath()))
+      return std::move(err);
+  if (llvm::Error err = (*staged)->publish())
     return std::move(err);
+  result.outputDir = (*staged)->getTarget().str();
   return result;
 }

@@ -78,6 +78,13 @@ static cl::opt<std::string> outputDir("output",
                                       cl::cat(category));
 static cl::alias outputDirShort("o", cl::desc("Alias for --output"),
                                 cl::aliasopt(outputDir), cl::cat(category));
+static cl::opt<bool>
+    force("force",
+          cl::desc("Replace an existing mla-fp8 bundle even when it holds "
+                   "files that the bundle format does not name (they are "
+                   "deleted with it); never replaces a directory that is not "
+                   "a bundle"),
+          cl::cat(category));
 static cl::opt<unsigned> jobs("jobs",
                               cl::desc("Parallel compilations (default: all "
                                        "cores)"),
@@ -223,31 +230,6 @@ static llvm::Error verifyBundle(llvm::StringRef dir, bool quietRun) {
   return llvm::Error::success();
 }
 
-/// Fails early, before any compilation, when the bundle could not be written:
-/// the nearest existing ancestor of the output directory must accept a new
-/// directory (tried for real, so that permissions, read-only file systems and
-/// paths through files are all caught).
-static llvm::Error checkOutputWritable(llvm::StringRef dir) {
-  if (llvm::sys::fs::exists(dir) && !llvm::sys::fs::is_directory(dir))
-    return llvm::createStringError("output path '" + dir.str() +
-                                   "' exists and is not a directory");
-  llvm::SmallString<256> ancestor(llvm::sys::path::parent_path(dir));
-  if (ancestor.empty())
-    ancestor = ".";
-  while (!llvm::sys::fs::exists(ancestor) &&
-         llvm::sys::path::has_parent_path(ancestor))
-    ancestor = llvm::sys::path::parent_path(ancestor);
-  llvm::SmallString<256> probe(ancestor), created;
-  llvm::sys::path::append(probe, ".mla-fp8-probe-%%%%%%");
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(probe, created))
-    return llvm::createStringError("output directory '" + dir.str() +
-                                   "' is not writable: cannot create entries "
-                                   "in '" +
-                                   ancestor.str() + "': " + ec.message());
-  llvm::sys::fs::remove(created);
-  return llvm::Error::success();
-}
-
 static int listKernels(const std::vector<KernelGroupSpec> &groups) {
   for (const KernelGroupSpec &g : groups) {
     llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(g);
@@ -280,8 +262,11 @@ int main(int argc, char **argv) {
       "mla-fp8-aot: generates the fp8 MLA batched-matmul kernels of a model "
       "ahead of time\n\n"
       "Writes <output>/<chip>.hsaco (every kernel of the chip), "
-      "<output>/manifest.json\nand <output>/mla_fp8_kernels.h. The directory "
-      "is replaced atomically.\n");
+      "<output>/manifest.json,\n<output>/manifest.sha256 and "
+      "<output>/mla_fp8_kernels.h. The output must be missing, an\nempty "
+      "directory or an mla-fp8 bundle; it is checked before compiling and "
+      "replaced\nby one atomic exchange, so readers see the old or the new "
+      "bundle.\n");
 
   // Linking with the lld library resets LLVM's command-line options to their
   // defaults: read every flag needed after compiling now.
@@ -299,13 +284,15 @@ int main(int argc, char **argv) {
 
   if (outputDir.empty())
     return fail("--output must name a directory");
-  if (llvm::Error err = checkOutputWritable(outputDir))
-    return fail(llvm::toString(std::move(err)));
 
   BundleOptions options;
   options.kernels = *kernelOptions;
   options.outputDir = outputDir;
+  options.force = force;
   options.jobs = jobs;
+  options.onWarning = [](llvm::StringRef message) {
+    llvm::WithColor::warning(llvm::errs(), "mla-fp8-aot") << message << "\n";
+  };
   if (!noCache)
     options.cacheDir =
         cacheDir.getNumOccurrences() ? cacheDir.getValue() : defaultCacheDir();
@@ -360,7 +347,7 @@ int main(int argc, char **argv) {
         chip.fromCache ? "cache" : "compiled");
   }
   llvm::outs() << llvm::formatv("wrote {0} bytes to {1} in {2:f2} s\n",
-                                result->bytesWritten, options.outputDir,
+                                result->bytesWritten, result->outputDir,
                                 seconds);
   return 0;
 }

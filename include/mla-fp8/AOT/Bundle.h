@@ -2,9 +2,10 @@
 //
 // A bundle is a directory: one code object per chip holding every kernel of
 // that chip (<chip>.hsaco), manifest.json describing each kernel (symbol,
-// shape, M range, tile, launch geometry, kernarg layout, resources, hash) and
+// shape, M range, tile, launch geometry, kernarg layout, resources, hash),
+// manifest.sha256 (the manifest's digest, in sha256sum's format) and
 // mla_fp8_kernels.h, the same table for C/C++ embedders. docs/manifest.md
-// documents the manifest schema.
+// documents the manifest schema; Publish.h how a bundle replaces another.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,12 +13,14 @@
 #define MLA_FP8_AOT_BUNDLE_H
 
 #include "mla-fp8/AOT/KernelSet.h"
+#include "mla-fp8/AOT/Publish.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mla-fp8/Target/CodeObject.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/ThreadPool.h"
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -65,10 +68,20 @@ using BundleStepCallback =
 
 struct BundleOptions {
   KernelSetOptions kernels;
-  /// Where the bundle goes; replaced as a whole, atomically.
+  /// Where the bundle goes, relative to the current directory or absolute:
+  /// a missing path, an empty directory or an mla-fp8 bundle, replaced as a
+  /// whole by one atomic exchange (Publish.h).
   std::string outputDir;
-  /// Cache directory; empty disables caching.
+  /// Also replace an mla-fp8 bundle that holds files the bundle format does
+  /// not name (they are deleted with it). Never replaces anything else.
+  bool force = false;
+  /// Cache directory; empty disables caching. Entries are checksummed and
+  /// checked against the tile table when read; an unusable entry is removed
+  /// and compiled again, and an unwritable cache only costs time.
   std::string cacheDir;
+  /// Called with a one-line warning (a damaged cache entry, a cache that
+  /// cannot be written), one call at a time; the run goes on.
+  std::function<void(llvm::StringRef)> onWarning;
   /// Parallel compilations; 0 means one per core.
   unsigned jobs = 0;
   /// Called after each step (a kernel group lowered, a chip's code object
@@ -85,6 +98,8 @@ struct BundleResult {
   std::string manifest;
   std::string header;
   uint64_t bytesWritten = 0;
+  /// The absolute directory the bundle was published to.
+  std::string outputDir;
 };
 
 /// The identity of this compiler build: the project version, the LLVM version
@@ -102,30 +117,26 @@ std::string computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
 
 /// Compiles every kernel of `chip` among `groups` into one code object,
 /// consulting and filling the cache of `options`; the groups are lowered on
-/// `pool` when one is given.
+/// `pool` when one is given. Groups that define the same kernels are
+/// compiled once. When writing the cache fails, `cacheUnwritable` (if given)
+/// is set, so that runs sharing it warn once and stop trying.
 llvm::Expected<ChipBundle>
 buildChipBundle(const std::vector<KernelGroupSpec> &groups,
                 llvm::StringRef chip, const BundleOptions &options,
                 const BundleStepCallback &onStep = nullptr,
-                llvm::ThreadPoolInterface *pool = nullptr);
+                llvm::ThreadPoolInterface *pool = nullptr,
+                std::atomic<bool> *cacheUnwritable = nullptr);
 
-/// Builds every chip's code object (in parallel), then writes the bundle
-/// directory atomically: on any error the previous bundle stays as it was and
-/// no partial file remains.
+/// Checks the output directory and stages beside it, before compiling; then
+/// builds every chip's code object (in parallel), writes and syncs the bundle
+/// in the staging directory and swaps it in atomically. On any error the
+/// previous bundle stays as it was and no staging remains.
 llvm::Expected<BundleResult> generateBundle(const BundleOptions &options);
 
 /// The manifest and the C header of a set of chip bundles.
 std::string renderManifest(const BundleOptions &options,
                            const std::vector<ChipBundle> &chips);
 std::string renderHeader(const std::vector<ChipBundle> &chips);
-
-/// Writes `files` (name, contents) as the directory `dir`: into a fresh
-/// sibling directory first, which then replaces `dir` by rename. `check`, if
-/// given, sees the staging directory first and may refuse it.
-llvm::Error writeDirectoryAtomically(
-    llvm::StringRef dir,
-    const std::vector<std::pair<std::string, std::string>> &files,
-    const std::function<llvm::Error(llvm::StringRef)> &check = nullptr);
 
 /// SHA-256 of `data` as lower-case hex.
 std::string sha256Hex(llvm::StringRef data);

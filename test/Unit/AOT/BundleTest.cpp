@@ -1,6 +1,7 @@
 //===- BundleTest.cpp - atomic bundle writes ------------------------------===//
 
 #include "mla-fp8/AOT/Bundle.h"
+#include "mla-fp8/AOT/Publish.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -39,29 +40,40 @@ protected:
   llvm::SmallString<256> root, dir;
 };
 
+/// The files of a (tiny) bundle: only a directory like this, or an empty or
+/// missing one, may be replaced.
+std::vector<std::pair<std::string, std::string>>
+bundleFiles(llvm::StringRef payload) {
+  return {{"manifest.json",
+           R"({"compiler": "mla-fp8", "chips": [{"code_object": "a.hsaco"}]})"},
+          {"a.hsaco", payload.str()}};
+}
+
 TEST_F(AtomicDirectory, WritesAndReplaces) {
-  ASSERT_FALSE(static_cast<bool>(
-      writeDirectoryAtomically(dir, {{"a.txt", "one"}, {"b.txt", "two"}})));
-  EXPECT_EQ(read("a.txt"), "one");
-  EXPECT_EQ(read("b.txt"), "two");
+  auto files = bundleFiles("one");
+  files.emplace_back("mla_fp8_kernels.h", "two");
+  ASSERT_FALSE(static_cast<bool>(writeDirectoryAtomically(dir, files)));
+  EXPECT_EQ(read("a.hsaco"), "one");
+  EXPECT_EQ(read("mla_fp8_kernels.h"), "two");
   ASSERT_FALSE(
-      static_cast<bool>(writeDirectoryAtomically(dir, {{"a.txt", "three"}})));
-  EXPECT_EQ(read("a.txt"), "three");
+      static_cast<bool>(writeDirectoryAtomically(dir, bundleFiles("three"))));
+  EXPECT_EQ(read("a.hsaco"), "three");
   // A replaced bundle does not keep files of the old one.
-  EXPECT_EQ(read("b.txt"), "<missing>");
+  EXPECT_EQ(read("mla_fp8_kernels.h"), "<missing>");
   EXPECT_EQ(rootEntries(), std::vector<std::string>{"bundle"});
 }
 
 TEST_F(AtomicDirectory, FailureKeepsThePreviousBundle) {
   ASSERT_FALSE(
-      static_cast<bool>(writeDirectoryAtomically(dir, {{"a.txt", "old"}})));
-  // A file inside a directory that does not exist cannot be written.
-  llvm::Error err = writeDirectoryAtomically(
-      dir, {{"a.txt", "new"}, {"missing/b.txt", "new"}});
+      static_cast<bool>(writeDirectoryAtomically(dir, bundleFiles("old"))));
+  // A file name with a directory in it is refused.
+  auto files = bundleFiles("new");
+  files.emplace_back("missing/b.txt", "new");
+  llvm::Error err = writeDirectoryAtomically(dir, files);
   ASSERT_TRUE(static_cast<bool>(err));
-  EXPECT_NE(llvm::toString(std::move(err)).find("cannot write"),
+  EXPECT_NE(llvm::toString(std::move(err)).find("is not a plain file name"),
             std::string::npos);
-  EXPECT_EQ(read("a.txt"), "old");
+  EXPECT_EQ(read("a.hsaco"), "old");
   EXPECT_EQ(rootEntries(), std::vector<std::string>{"bundle"});
 }
 
@@ -71,7 +83,7 @@ TEST_F(AtomicDirectory, RefusesToReplaceAFile) {
     llvm::raw_fd_ostream os(dir, ec);
     os << "not a bundle";
   }
-  llvm::Error err = writeDirectoryAtomically(dir, {{"a.txt", "x"}});
+  llvm::Error err = writeDirectoryAtomically(dir, bundleFiles("x"));
   ASSERT_TRUE(static_cast<bool>(err));
   EXPECT_NE(llvm::toString(std::move(err)).find("is not a directory"),
             std::string::npos);
@@ -84,12 +96,12 @@ TEST_F(AtomicDirectory, RefusesToReplaceAFile) {
 /// keeps the previous one, and sees every file before it is published.
 TEST_F(AtomicDirectory, RefusedCheckKeepsThePreviousBundle) {
   ASSERT_FALSE(
-      static_cast<bool>(writeDirectoryAtomically(dir, {{"a.txt", "old"}})));
+      static_cast<bool>(writeDirectoryAtomically(dir, bundleFiles("old"))));
   std::string seen;
   llvm::Error err = writeDirectoryAtomically(
-      dir, {{"a.txt", "new"}}, [&](llvm::StringRef staged) -> llvm::Error {
+      dir, bundleFiles("new"), [&](llvm::StringRef staged) -> llvm::Error {
         llvm::SmallString<256> path(staged);
-        llvm::sys::path::append(path, "a.txt");
+        llvm::sys::path::append(path, "a.hsaco");
         auto buffer = llvm::MemoryBuffer::getFile(path);
         seen = buffer ? (*buffer)->getBuffer().str() : "<missing>";
         return llvm::createStringError("verification failed");
@@ -97,7 +109,7 @@ TEST_F(AtomicDirectory, RefusedCheckKeepsThePreviousBundle) {
   ASSERT_TRUE(static_cast<bool>(err));
   EXPECT_EQ(llvm::toString(std::move(err)), "verification failed");
   EXPECT_EQ(seen, "new");
-  EXPECT_EQ(read("a.txt"), "old");
+  EXPECT_EQ(read("a.hsaco"), "old");
   EXPECT_EQ(rootEntries(), std::vector<std::string>{"bundle"});
 }
 
