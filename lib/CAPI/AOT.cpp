@@ -7,6 +7,8 @@
 #include "mla-fp8/AOT/Presets.h"
 #include "mla-fp8/Target/Chip.h"
 
+#include "llvm/Support/WithColor.h"
+
 using namespace mlir;
 using namespace mlir::mlafp8;
 
@@ -76,6 +78,11 @@ capi::GenerateResult capi::generateBundle(const GenerateOptions &o) {
   options.outputDir = o.outputDir;
   options.cacheDir = o.cacheDir;
   options.jobs = o.jobs;
+  // As mla-fp8-aot does: a damaged cache entry or an unwritable cache is a
+  // warning on stderr, and the run goes on.
+  options.onWarning = [](llvm::StringRef message) {
+    llvm::WithColor::warning(llvm::errs(), "mla-fp8") << message << "\n";
+  };
   llvm::Expected<BundleResult> bundle = mlafp8::generateBundle(options);
   if (!bundle) {
     result.error = llvm::toString(bundle.takeError());

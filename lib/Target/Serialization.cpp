@@ -271,9 +271,13 @@ mlir::mlafp8::linkCodeObject(StringRef relocatableObject) {
     llvm::raw_fd_ostream os(inputFD, /*shouldClose=*/true);
     os << relocatableObject;
     os.close();
-    if (os.has_error())
-      return makeError("cannot write " + inputPath + ": " +
-                       os.error().message());
+    if (os.has_error()) {
+      std::error_code ec = os.error();
+      // An uncleared error makes the stream's destructor abort the process
+      // ("IO failure on output stream"); a full disk must be an Error.
+      os.clear_error();
+      return makeError("cannot write " + inputPath + ": " + ec.message());
+    }
   }
   if (std::error_code ec =
           llvm::sys::fs::createTemporaryFile("mla-fp8", "hsaco", outputPath))

@@ -22,6 +22,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -256,6 +257,9 @@ static int listKernels(const std::vector<KernelGroupSpec> &groups) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // A file-size limit (ulimit -f) is a write error like a full disk: it must
+  // fail the write with EFBIG, which is reported, not kill the process.
+  ::signal(SIGXFSZ, SIG_IGN);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,

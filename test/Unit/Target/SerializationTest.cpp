@@ -25,9 +25,16 @@
 
 #include "gtest/gtest.h"
 
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
+#include <optional>
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -409,4 +416,104 @@ TEST(SerializationErrorTest, ConcurrentLinksAgree) {
   ASSERT_FALSE(results[0].empty());
   for (const std::string &result : results)
     EXPECT_TRUE(result == results[0]);
+}
+
+namespace {
+/// A tmpfs of `size` mounted on a fresh directory and filled up, so that
+/// every write in it fails with ENOSPC; `skipReason` says why there is none
+/// (mounting needs CAP_SYS_ADMIN).
+struct FullTmpfs {
+  explicit FullTmpfs(const char *size) {
+    SmallString<128> path;
+    if (llvm::sys::fs::createUniqueDirectory("mla-fp8-full", path)) {
+      skipReason = "cannot create a directory to mount on";
+      return;
+    }
+    dir = std::string(path);
+    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0,
+                (std::string("size=") + size).c_str()) != 0) {
+      skipReason = "cannot mount a small tmpfs here (needs root): " +
+                   std::string(strerror(errno));
+      ::rmdir(dir.c_str());
+      dir.clear();
+      return;
+    }
+    mounted = true;
+    int fd = ::open((dir + "/filler").c_str(), O_WRONLY | O_CREAT, 0600);
+    std::string block(4096, 'x');
+    while (fd >= 0 && ::write(fd, block.data(), block.size()) > 0)
+      ;
+    if (fd >= 0)
+      ::close(fd);
+  }
+  ~FullTmpfs() {
+    if (mounted)
+      ::umount2(dir.c_str(), MNT_DETACH);
+    if (!dir.empty())
+      ::rmdir(dir.c_str());
+  }
+  std::string dir, skipReason;
+  bool mounted = false;
+};
+
+/// Points TMPDIR somewhere for the life of the object.
+struct ScopedTmpDir {
+  explicit ScopedTmpDir(const std::string &dir) {
+    if (const char *old = getenv("TMPDIR"))
+      saved = old;
+    setenv("TMPDIR", dir.c_str(), 1);
+  }
+  ~ScopedTmpDir() {
+    if (saved)
+      setenv("TMPDIR", saved->c_str(), 1);
+    else
+      unsetenv("TMPDIR");
+  }
+  std::optional<std::string> saved;
+};
+} // namespace
+
+/// A full disk under the linker's temporary files is an error, not
+/// "LLVM ERROR: IO failure on output stream", and lld links again after it.
+TEST(SerializationWriteErrors, FullTemporaryDirectory) {
+  FullTmpfs full("64k");
+  if (!full.mounted)
+    GTEST_SKIP() << full.skipReason;
+  llvm::LLVMContext context;
+  auto module = parseIR(context, kMfmaKernelIR);
+  std::string object = take(emitObject(*module, *lookupChip("gfx942")));
+  {
+    ScopedTmpDir tmp(full.dir);
+    auto linked = linkCodeObject(object);
+    ASSERT_FALSE(linked);
+    std::string message = llvm::toString(linked.takeError());
+    EXPECT_NE(message.find("No space left on device"), std::string::npos)
+        << message;
+  }
+  EXPECT_FALSE(take(linkCodeObject(object)).empty());
+}
+
+/// The same with a file-size limit, which needs no privileges: the process
+/// (a child here, so that the limit stays there) gets an error back.
+TEST(SerializationWriteErrors, FileSizeLimit) {
+  llvm::LLVMContext context;
+  auto module = parseIR(context, kMfmaKernelIR);
+  std::string object = take(emitObject(*module, *lookupChip("gfx942")));
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit = {1024, 1024};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    auto linked = linkCodeObject(object);
+    bool expected =
+        !linked && llvm::toString(linked.takeError()).find("File too large") !=
+                       std::string::npos;
+    ::_exit(expected ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status))
+      << "the child was killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
