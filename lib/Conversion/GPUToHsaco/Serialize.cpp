@@ -2,6 +2,8 @@
 
 #include "mla-fp8/Conversion/Passes.h"
 
+#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Dialect.h"
+#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
 #include "mla-fp8/Target/Chip.h"
 #include "mla-fp8/Target/Serialization.h"
 
@@ -60,6 +62,24 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
       return signalPassFailure();
     }
 
+    // An mlafp8 op without kernels was not lowered (convert-mlafp8-to-gpu
+    // lowers only mlafp8.prequant_bmm, and records its kernels on it):
+    // serializing the rest would succeed with no code object for it.
+    bool unlowered = false;
+    module.walk([&](Operation *op) {
+      if (!isa_and_nonnull<MLAFP8Dialect>(op->getDialect()) ||
+          (isa<PrequantBmmOp>(op) && op->hasAttr("kernels")))
+        return;
+      unlowered = true;
+      op->emitError() << "'" << op->getName()
+                      << "' was not lowered to a kernel: only "
+                         "mlafp8.prequant_bmm is; fuse mlafp8.group_quant "
+                         "into its mlafp8.scaled_bmm first "
+                         "(mlafp8-fuse-prequant)";
+    });
+    if (unlowered)
+      return signalPassFailure();
+
     SmallVector<gpu::GPUModuleOp> gpuModules(module.getOps<gpu::GPUModuleOp>());
     bool dumpToDirectory = !dump.empty() && llvm::sys::fs::is_directory(dump);
     if (!dump.empty() && !dumpToDirectory && gpuModules.size() > 1) {
@@ -92,6 +112,15 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
           return signalPassFailure();
         }
         out << *bytes;
+        out.close();
+        if (out.has_error()) {
+          // Cleared, or the stream's destructor would abort the process.
+          std::error_code ec = out.error();
+          out.clear_error();
+          gpuModule.emitError()
+              << "cannot write " << path << ": " << ec.message();
+          return signalPassFailure();
+        }
       }
       OpBuilder builder(gpuModule);
       auto object = gpu::ObjectAttr::get(&getContext(), targetAttr, target,
