@@ -1,0 +1,110 @@
+"""generate_bundle under bad conditions: an output that is not a bundle, a
+full disk, model dimensions that make K-up and V-up the same GEMM. Errors are
+Python exceptions (so `finally` runs), never an exit of the interpreter."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import mla_fp8
+
+SMALL = {"chips": ["gfx942"], "tp": [8], "max_m": 16}
+
+
+def test_refuses_a_directory_that_is_not_a_bundle(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "sentinel").write_text("precious")
+    with pytest.raises(ValueError, match="is not an mla-fp8 bundle"):
+        mla_fp8.generate_bundle(home, **SMALL)
+    assert (home / "sentinel").read_text() == "precious"
+    assert sorted(os.listdir(tmp_path)) == ["home"]
+
+
+def test_relative_output_is_under_the_current_directory(tmp_path,
+                                                        monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    mla_fp8.generate_bundle("out/r1", **SMALL)
+    assert sorted(os.listdir(tmp_path / "out" / "r1")) == [
+        "gfx942.hsaco", "manifest.json", "manifest.sha256",
+        "mla_fp8_kernels.h"]
+
+
+def test_same_dims_share_kernels(tmp_path):
+    result = mla_fp8.generate_bundle(tmp_path / "b", kv_lora_rank=128,
+                                     qk_nope_head_dim=128, v_head_dim=128,
+                                     **SMALL)
+    kernels = json.loads(result["manifest"])["chips"][0]["kernels"]
+    assert [k["projection"] for k in kernels] == ["k_up", "v_up"]
+    assert kernels[0]["symbol"] == kernels[1]["symbol"]
+
+
+# Run in a child so that the file-size limit stays there. Python ignores
+# SIGXFSZ, so a write past the limit fails with EFBIG like one on a full disk.
+_WRITE_ERROR_CHILD = textwrap.dedent("""
+    import resource, sys
+    import mla_fp8
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+    try:
+        mla_fp8.generate_bundle(sys.argv[1], chips=["gfx942"], tp=[8],
+                                max_m=16)
+    except ValueError as error:
+        print("raised:", error)
+    finally:
+        print("finally ran")
+""")
+
+
+def test_write_error_raises_and_finally_runs(tmp_path):
+    child = subprocess.run(
+        [sys.executable, "-c", _WRITE_ERROR_CHILD, str(tmp_path / "b")],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert child.returncode == 0, child.stderr
+    assert "raised:" in child.stdout and "File too large" in child.stdout
+    assert child.stdout.rstrip().endswith("finally ran")
+    assert "LLVM ERROR" not in child.stderr
+
+
+@pytest.fixture
+def full_tmpfs(tmp_path):
+    """A 64 KiB tmpfs, filled up; skipped where mounting is not allowed."""
+    mount_point = tmp_path / "full"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)],
+        capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here (needs root): " +
+                    mounted.stderr.strip())
+    try:
+        with open(mount_point / "filler", "wb", buffering=0) as filler:
+            try:
+                while True:
+                    filler.write(b"x" * 4096)
+            except OSError:
+                pass
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def test_full_disk_raises_and_finally_runs(full_tmpfs):
+    finally_ran = False
+    with pytest.raises(ValueError, match="No space left on device"):
+        try:
+            mla_fp8.generate_bundle(full_tmpfs / "bundle", **SMALL)
+        finally:
+            finally_ran = True
+    assert finally_ran
+    assert os.listdir(full_tmpfs) == ["filler"]
+
+
+def test_full_temporary_directory_raises(full_tmpfs, monkeypatch, tmp_path):
+    monkeypatch.setenv("TMPDIR", str(full_tmpfs))
+    with pytest.raises(ValueError, match="No space left on device"):
+        mla_fp8.generate_bundle(tmp_path / "bundle", **SMALL)
+    assert not (tmp_path / "bundle").exists()
