@@ -28,7 +28,8 @@
 namespace mlir::mlafp8 {
 
 /// Version of the manifest.json layout; bump on any incompatible change.
-inline constexpr int kManifestSchemaVersion = 1;
+/// Version 2 added manifest.sha256 beside the manifest.
+inline constexpr int kManifestSchemaVersion = 2;
 
 /// One kernel of a bundle.
 struct BundleKernel {
