@@ -5,12 +5,21 @@
 set -u
 aot=$1 dir=$2 rounds=$3
 here=$(dirname "$0")
+# exec: the background job's pid must be the tool's own, for kill.
+run() {
+  exec "$aot" --chips=gfx942 --max-m=16 --tp=8 --cache-dir="$dir/cache" \
+    --quiet -o "$dir/out"
+}
+# Kill instants spread over one whole run, publishing included.
+start=$(date +%s%N)
+(run) || exit 1
+span_ms=$((($(date +%s%N) - start) / 1000000 + 20))
 RANDOM=7
 for ((i = 0; i < rounds; ++i)); do
-  "$aot" --chips=gfx942 --max-m=16 --tp=8 --cache-dir="$dir/cache" --quiet \
-    -o "$dir/out" &
+  (run) &
   pid=$!
-  sleep "0.$(printf '%03d' $((RANDOM % 400)))"
+  delay_ms=$((RANDOM % span_ms))
+  sleep "$((delay_ms / 1000)).$(printf '%03d' $((delay_ms % 1000)))"
   kill -KILL "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   if ! bash "$here/check-bundle.sh" "$dir/out"; then
