@@ -524,11 +524,14 @@ llvm::Error StagedDirectory::publish() {
   if (::syscall(SYS_renameat2, AT_FDCWD, path.c_str(), AT_FDCWD, target.c_str(),
                 flags) < 0) {
     error = errno;
-    // A file system without RENAME_NOREPLACE: under the lock, with the
-    // target checked missing, a plain rename does the same.
-    if (!(error == EINVAL && *kind == OutputKind::Missing &&
+    // How a kernel or file system without the flag answers.
+    bool unsupported = error == EINVAL || error == ENOSYS ||
+                       error == EOPNOTSUPP || error == ENOTSUP;
+    // Without RENAME_NOREPLACE: under the lock, with the target checked
+    // missing, a plain rename does the same.
+    if (!(unsupported && *kind == OutputKind::Missing &&
           ::rename(path.c_str(), target.c_str()) == 0)) {
-      if (error == EINVAL && *kind != OutputKind::Missing)
+      if (unsupported && *kind != OutputKind::Missing)
         return makeError("cannot replace '" + target +
                          "': its file system cannot exchange two directories "
                          "atomically (renameat2 RENAME_EXCHANGE)");
