@@ -55,7 +55,7 @@ run_checks() {
   local status=0 passed=0 failed=0 skipped=0 n
 
   echo "== lit"
-  "$LLVM_PREFIX/bin/lit" -sv "$BUILD_DIR/test" 2>&1 | tee "$log/lit.txt" || status=1
+  "$LLVM_PREFIX/bin/lit" -sv --show-unsupported "$BUILD_DIR/test" 2>&1 | tee "$log/lit.txt" || status=1
   n=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log/lit.txt" | tail -1); passed=$((passed + ${n:-0}))
   n=$(sed -n "s/^ *\\(Failed\\|Unresolved\\|Timed Out\\) *: *\\([0-9]*\\).*/\\2/p" "$log/lit.txt" | awk '{s+=$1} END {print s+0}')
   failed=$((failed + ${n:-0}))
@@ -70,7 +70,7 @@ run_checks() {
   # CTest counts a skipped test among the passed ones and lists it under
   # "The following tests did not run" with "(Skipped)".
   local ctest_skipped
-  ctest_skipped=$(grep -Ec '^ *[0-9]+ - .*\(Skipped\)$' "$log/ctest.txt" || true)
+  ctest_skipped=$(grep -Ec '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$log/ctest.txt" || true)
   skipped=$((skipped + ctest_skipped))
   n=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2-\1/p' "$log/ctest.txt" | tail -1)
   [ -n "$n" ] && passed=$((passed + n - ctest_skipped))
