@@ -73,11 +73,11 @@ def check_launch(kernel, m, batch, x_name="X"):
         if count * max(size, 1) > MAX_GRID_WORK_ITEMS:
             raise ValueError(f"{x_name}: M={m}, B={batch} need {count} "
                              f"workgroups of {size} along grid axis "
-                             f"{'xyz'[axis]}; a "
-                             f"launch takes at most {MAX_GRID_WORK_ITEMS} "
-                             f"work-items per axis {_SEE}")
-    check_kernel_extent(x_name, f"the split-K workspace for M={m}, "
-                        f"B={batch}",
+                             f"{'xyz'[axis]}; a launch takes at most "
+                             f"{MAX_GRID_WORK_ITEMS} work-items per axis "
+                             f"{_SEE}")
+    check_kernel_extent(x_name,
+                        f"the split-K workspace for M={m}, B={batch}",
                         -(-kernel.workspace_bytes(m, batch) // 4))
     return grid
 
