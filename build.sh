@@ -46,37 +46,51 @@ run_main() {
   "$BUILD_DIR/bin/mla-fp8-aot" -o "${OUT:-$ROOT/out/kernels}" --jobs "$JOBS"
 }
 
-# Runs every suite, prints each runner's own summary, then one closing line.
+# Runs every suite, prints each runner's own summary, then one closing line
+# that counts skipped tests too (lit "Unsupported", CTest "Skipped", pytest
+# "skipped"): a test that cannot run here is visible, not silently passed.
 run_checks() {
   local log=$BUILD_DIR/check-logs
   mkdir -p "$log"
-  local status=0 passed=0 failed=0 n
+  local status=0 passed=0 failed=0 skipped=0 n
 
   echo "== lit"
-  "$LLVM_PREFIX/bin/lit" -sv "$BUILD_DIR/test" 2>&1 | tee "$log/lit.txt" || status=1
+  "$LLVM_PREFIX/bin/lit" -sv --show-unsupported "$BUILD_DIR/test" 2>&1 | tee "$log/lit.txt" || status=1
   n=$(sed -n 's/^ *Passed *: *\([0-9]*\).*/\1/p' "$log/lit.txt" | tail -1); passed=$((passed + ${n:-0}))
   n=$(sed -n "s/^ *\\(Failed\\|Unresolved\\|Timed Out\\) *: *\\([0-9]*\\).*/\\2/p" "$log/lit.txt" | awk '{s+=$1} END {print s+0}')
   failed=$((failed + ${n:-0}))
+  n=$(sed -n "s/^ *\\(Unsupported\\|Skipped\\) *: *\\([0-9]*\\).*/\\2/p" "$log/lit.txt" | awk '{s+=$1} END {print s+0}')
+  skipped=$((skipped + ${n:-0}))
+  # A lit configuration error (e.g. required peer kernels missing) runs no
+  # test at all: count it as a failure.
+  grep -q "^Total Discovered Tests" "$log/lit.txt" || failed=$((failed + 1))
 
   echo "== GoogleTest (ctest)"
   (cd "$BUILD_DIR" && ctest --output-on-failure -j "$JOBS") 2>&1 | tee "$log/ctest.txt" || status=1
+  # CTest counts a skipped test among the passed ones and lists it under
+  # "The following tests did not run" with "(Skipped)".
+  local ctest_skipped
+  ctest_skipped=$(grep -Ec '^[[:space:]]*[0-9]+ - .*\(Skipped\)$' "$log/ctest.txt" || true)
+  skipped=$((skipped + ctest_skipped))
   n=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2-\1/p' "$log/ctest.txt" | tail -1)
-  [ -n "$n" ] && passed=$((passed + n))
+  [ -n "$n" ] && passed=$((passed + n - ctest_skipped))
   n=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p' "$log/ctest.txt" | tail -1)
   failed=$((failed + ${n:-0}))
 
   if [ -d "$ROOT/python-bindings/tests" ]; then
     echo "== pytest"
     PYTHONPATH="$BUILD_DIR/python-bindings:${PYTHONPATH:-}" MLAFP8_BUILD_DIR="$BUILD_DIR" \
-      /usr/bin/python3 -m pytest -q "$ROOT/python-bindings/tests" 2>&1 | tee "$log/pytest.txt" || status=1
+      /usr/bin/python3 -m pytest -q -rs "$ROOT/python-bindings/tests" 2>&1 | tee "$log/pytest.txt" || status=1
     n=$(grep -Eo '[0-9]+ passed' "$log/pytest.txt" | tail -1 | grep -Eo '[0-9]+' || true); passed=$((passed + ${n:-0}))
     n=$(grep -Eo '[0-9]+ (failed|error)' "$log/pytest.txt" | grep -Eo '[0-9]+' | awk '{s+=$1} END {print s+0}' || true)
     failed=$((failed + ${n:-0}))
+    n=$(tail -1 "$log/pytest.txt" | grep -Eo '[0-9]+ skipped' | grep -Eo '[0-9]+' || true)
+    skipped=$((skipped + ${n:-0}))
   fi
 
   [ "$failed" -eq 0 ] || status=1
   echo
-  echo "mla-fp8: $passed passed, $failed failed"
+  echo "mla-fp8: $passed passed, $failed failed, $skipped skipped"
   return $status
 }
 

@@ -27,3 +27,19 @@ llvm_config.add_tool_substitutions(tools, [config.mlafp8_tools_dir, config.llvm_
 config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mlafp8_src", config.mlafp8_src_root))
 config.substitutions.append(("%shared", os.path.join(config.mlafp8_src_root, "..", "shared")))
+
+# The Triton code objects in ../shared/peer-kernels are not part of the
+# repository: tests that run them say `REQUIRES: peer-kernels` and are reported
+# unsupported in a clone without them. Where CI=true or
+# MLAFP8_REQUIRE_PEER_KERNELS=1 they must run, so their absence is an error.
+peer_kernels = os.path.join(config.mlafp8_src_root, "..", "shared", "peer-kernels")
+if os.path.isdir(peer_kernels):
+    config.available_features.add("peer-kernels")
+elif os.environ.get("CI") == "true" or os.environ.get("MLAFP8_REQUIRE_PEER_KERNELS") == "1":
+    lit_config.fatal(
+        "peer kernels required (CI=true or MLAFP8_REQUIRE_PEER_KERNELS=1) but "
+        + os.path.normpath(peer_kernels) + " is missing")
+else:
+    lit_config.note(
+        "no " + os.path.normpath(peer_kernels)
+        + ": tests that REQUIRE peer-kernels are unsupported")

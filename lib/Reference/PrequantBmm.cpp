@@ -7,6 +7,7 @@
 
 #include "mla-fp8/Reference/PrequantBmm.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -99,10 +100,8 @@ void quantizeActivationRow(const uint16_t *x, OutType inputType, int64_t k,
   }
 }
 
-/// Whether distinct (b, m) rows of N elements at the given strides can share
-/// an element. Only dimensions with more than one row constrain the layout.
-static bool rowsOverlap(int64_t strideB, int64_t extentB, int64_t strideM,
-                        int64_t extentM, int64_t n) {
+bool doRowsOverlap(int64_t strideB, int64_t extentB, int64_t strideM,
+                   int64_t extentM, int64_t n) {
   strideB = strideB < 0 ? -strideB : strideB;
   strideM = strideM < 0 ? -strideM : strideM;
   if (extentB <= 1 && extentM <= 1)
@@ -140,20 +139,41 @@ std::string validatePrequantBmmArgs(const PrequantBmmArgs &args,
     return "";
   if (!args.y)
     return "y must not be null";
-  if (rowsOverlap(args.yStrideB, args.B, args.yStrideM, args.M, args.N))
+  if (doRowsOverlap(args.yStrideB, args.B, args.yStrideM, args.M, args.N))
     return "y strides make distinct rows overlap";
   return "";
 }
 
-/// Computes the N unrounded outputs of row (b, m). `q` and `scales` are
-/// scratch of K bytes and getNumGroups(K) floats.
+bool getAccumulatorOverflow(const float *terms, int64_t numGroups,
+                            float descale) {
+  // The smallest magnitude that rounds to Inf in f32: FLT_MAX + half an ulp.
+  constexpr double kOverflow = 0x1.ffffffp127;
+  double sum = 0.0;
+  for (int64_t g = 0; g < numGroups; ++g) {
+    if (std::isinf(terms[g]))
+      return true;
+    sum += std::fabs(static_cast<double>(terms[g]));
+  }
+  return sum >= kOverflow ||
+         sum * std::fabs(static_cast<double>(descale)) >= kOverflow;
+}
+
+/// Computes the N unrounded outputs of row (b, m), and with `overflow` their
+/// accumulator-overflow flags. `q`, `scales` and `terms` are scratch of K
+/// bytes and getNumGroups(K) floats each.
 static void computeRow(const PrequantBmmArgs &args,
                        const std::array<double, 256> &decoded, int64_t b,
-                       int64_t m, uint8_t *q, float *scales, double *out) {
+                       int64_t m, uint8_t *q, float *scales, float *terms,
+                       double *out, uint8_t *overflow) {
   const uint16_t *xRow = args.x + b * args.xStrideB + m * args.xStrideM;
   quantizeActivationRow(xRow, args.inputType, args.K, args.groupSize,
                         args.format, q, scales);
-  double descale = args.weightDescale[args.perBatchDescale ? b : 0];
+  int64_t numGroups = getNumGroups(args.K, args.groupSize);
+  bool finiteScales = true;
+  for (int64_t g = 0; g < numGroups; ++g)
+    finiteScales = finiteScales && std::isfinite(scales[g]);
+  float descaleF = args.weightDescale[args.perBatchDescale ? b : 0];
+  double descale = descaleF;
   for (int64_t n = 0; n < args.N; ++n) {
     const uint8_t *wRow = args.w + (b * args.N + n) * args.K;
     double acc = 0.0;
@@ -165,46 +185,65 @@ static void computeRow(const PrequantBmmArgs &args,
       for (int64_t k = begin; k < end; ++k)
         partial += decoded[q[k]] * decoded[wRow[k]];
       acc += static_cast<double>(scales[g]) * partial;
+      // SPEC.md's fp32 term s * partial: the f64 product of two floats is
+      // exact, so the cast rounds it once, as the f32 multiply does.
+      terms[g] = static_cast<float>(static_cast<double>(scales[g]) *
+                                    static_cast<float>(partial));
     }
     double value = acc * descale;
     if (args.bias)
       value += outTypeToFloat(args.bias[b * args.N + n], args.outType);
     out[n] = value;
+    if (overflow)
+      overflow[n] = finiteScales && std::isfinite(descaleF) &&
+                    getAccumulatorOverflow(terms, numGroups, descaleF);
   }
 }
 
-/// Runs computeRow over every (b, m) and hands each row to `sink`.
+/// Runs computeRow over every (b, m) and hands each row (and its overflow
+/// flags, when `withOverflow`) to `sink`.
 template <typename Sink>
-static void forEachRow(const PrequantBmmArgs &args, Sink sink) {
+static void forEachRow(const PrequantBmmArgs &args, bool withOverflow,
+                       Sink sink) {
   std::array<double, 256> decoded = getDecodeTable(args.format);
   std::vector<uint8_t> q(args.K);
-  std::vector<float> scales(getNumGroups(args.K, args.groupSize));
+  int64_t numGroups = getNumGroups(args.K, args.groupSize);
+  std::vector<float> scales(numGroups), terms(numGroups);
   std::vector<double> row(args.N);
+  std::vector<uint8_t> overflow(withOverflow ? args.N : 0);
   for (int64_t b = 0; b < args.B; ++b) {
     for (int64_t m = 0; m < args.M; ++m) {
-      computeRow(args, decoded, b, m, q.data(), scales.data(), row.data());
-      sink(b, m, row.data());
+      computeRow(args, decoded, b, m, q.data(), scales.data(), terms.data(),
+                 row.data(), withOverflow ? overflow.data() : nullptr);
+      sink(b, m, row.data(), overflow.data());
     }
   }
 }
 
-bool referencePrequantBmm(const PrequantBmmArgs &args, std::string *error) {
+bool referencePrequantBmm(const PrequantBmmArgs &args, std::string *error,
+                          uint8_t *accOverflow) {
   std::string message = validatePrequantBmmArgs(args);
   if (!message.empty()) {
     if (error)
       *error = message;
     return false;
   }
-  forEachRow(args, [&](int64_t b, int64_t m, const double *row) {
-    uint16_t *yRow = args.y + b * args.yStrideB + m * args.yStrideM;
-    for (int64_t n = 0; n < args.N; ++n)
-      yRow[n] = roundToOutType(row[n], args.outType);
-  });
+  forEachRow(
+      args, accOverflow != nullptr,
+      [&](int64_t b, int64_t m, const double *row, const uint8_t *overflow) {
+        uint16_t *yRow = args.y + b * args.yStrideB + m * args.yStrideM;
+        for (int64_t n = 0; n < args.N; ++n)
+          yRow[n] = roundToOutType(row[n], args.outType);
+        if (accOverflow)
+          std::copy(overflow, overflow + args.N,
+                    accOverflow + (b * args.M + m) * args.N);
+      });
   return true;
 }
 
 bool referencePrequantBmmF64(const PrequantBmmArgs &args,
-                             std::vector<double> &out, std::string *error) {
+                             std::vector<double> &out, std::string *error,
+                             std::vector<uint8_t> *accOverflow) {
   std::string message = validatePrequantBmmArgs(args, /*requireOutput=*/false);
   if (!message.empty()) {
     if (error)
@@ -212,11 +251,16 @@ bool referencePrequantBmmF64(const PrequantBmmArgs &args,
     return false;
   }
   out.assign(args.B * args.M * args.N, 0.0);
-  forEachRow(args, [&](int64_t b, int64_t m, const double *row) {
-    double *outRow = out.data() + (b * args.M + m) * args.N;
-    for (int64_t n = 0; n < args.N; ++n)
-      outRow[n] = row[n];
-  });
+  if (accOverflow)
+    accOverflow->assign(out.size(), 0);
+  forEachRow(
+      args, accOverflow != nullptr,
+      [&](int64_t b, int64_t m, const double *row, const uint8_t *overflow) {
+        int64_t at = (b * args.M + m) * args.N;
+        std::copy(row, row + args.N, out.begin() + at);
+        if (accOverflow)
+          std::copy(overflow, overflow + args.N, accOverflow->begin() + at);
+      });
   return true;
 }
 

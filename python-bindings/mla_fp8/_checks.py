@@ -25,8 +25,16 @@ def check_fp8_format(value, name="fp8_format"):
     return check_choice(value, FP8_FORMATS, name)
 
 
-def check_int(value, name, minimum=None):
-    """Returns `value` as an int; bools and floats are refused."""
+#: The largest int the native module takes (C++ int64_t).
+INT64_MAX = (1 << 63) - 1
+
+
+def check_int(value, name, minimum=None, maximum=INT64_MAX):
+    """Returns `value` as an int; bools and floats are refused.
+
+    The default `maximum` is int64's, so that no value reaches the native
+    module that it cannot take.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(
             value, numbers.Integral):
         raise TypeError(f"{name}: expected an integer, got "
@@ -34,6 +42,8 @@ def check_int(value, name, minimum=None):
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name}: expected at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name}: expected at most {maximum}, got {value}")
     return value
 
 
@@ -107,3 +117,10 @@ def element_strides(array, name):
                              f"multiple of the element size")
         strides.append(stride // array.itemsize)
     return strides
+
+
+def check_w_scale_given(w_scale):
+    """Refuses a missing weight descale (numpy would turn None into NaN)."""
+    if w_scale is None:
+        raise TypeError("w_scale: required (the float32 weight descale, 1 "
+                        "value or B values); got None")

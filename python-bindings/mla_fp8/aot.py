@@ -68,7 +68,7 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
         "group_size": check_group_size(group_size),
         "bias": bool(bias),
         "cache_dir": "" if cache_dir is None else os.fspath(cache_dir),
-        "jobs": check_int(jobs, "jobs", minimum=0),
+        "jobs": check_int(jobs, "jobs", minimum=0, maximum=(1 << 32) - 1),
     }
     return _mla_fp8.generate_bundle(options)
 

@@ -8,7 +8,9 @@ chip's code object is decoded once per loaded bundle.
 
 import numpy as np
 
-from ._checks import check_bits, check_int, element_strides
+from . import _limits
+from ._checks import (check_bits, check_int, check_w_scale_given,
+                      element_strides)
 from .bundle import Bundle, Kernel
 
 __all__ = ["run_kernel_emulated"]
@@ -51,16 +53,20 @@ def run_kernel_emulated(bundle, kernel, x, w, w_scale, y, *, bias=None,
     if not isinstance(kernel, Kernel) or kernel._bundle is not bundle:
         raise TypeError("kernel: expected a Kernel of this bundle "
                         "(bundle.find_kernel)")
-    threads = check_int(threads, "threads", minimum=0)
+    threads = check_int(threads, "threads", minimum=0,
+                        maximum=_limits.EMULATOR_MAX_THREADS)
     check_bits(x, np.uint16, "x", ndim=3)
     batch, m = x.shape[0], x.shape[1]
     _check_view(x, "x", (batch, m, kernel.k), kernel.k)
+    _limits.check_emulator_sizes(batch, m, kernel.n, kernel.k, "x",
+                                 "w")
     check_bits(w, np.uint8, "w", ndim=3)
     if w.shape != (batch, kernel.n, kernel.k):
         raise ValueError(f"w: expected shape (B={batch}, N={kernel.n}, "
                          f"K={kernel.k}), got {w.shape}")
     if not w.flags.c_contiguous:
         raise ValueError("w: must be C-contiguous (B, N, K)")
+    check_w_scale_given(w_scale)
     scales = np.ascontiguousarray(np.asarray(w_scale, dtype=np.float32)
                                   .reshape(-1))
     expected = batch if kernel.w_scale == "per_batch" else 1
@@ -76,6 +82,17 @@ def run_kernel_emulated(bundle, kernel, x, w, w_scale, y, *, bias=None,
             raise ValueError(f"bias: expected shape (B={batch}, "
                              f"N={kernel.n}), got {bias.shape}")
         bias = np.ascontiguousarray(bias)
+    y_strides = element_strides(y, "y")
+    _limits.check_rows_disjoint("y", y_strides[0], batch, y_strides[1], m,
+                                kernel.n)
+    _limits.check_numpy_disjoint("y", y, (("x", x), ("w", w),
+                                          ("bias", bias)))
+    _limits.check_kernel_sizes(
+        batch, m, kernel.n, kernel.k,
+        _limits.view_end(x.shape, element_strides(x, "x")),
+        _limits.view_end(y.shape, y_strides), "y", bias is not None, "x",
+        "w")
+    _limits.check_launch(kernel, m, batch, "x")
     if batch == 0 or m == 0:
         return 0
     try:

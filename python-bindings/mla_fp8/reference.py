@@ -37,7 +37,7 @@ def _check_x_strides(x_strides, x_bits, batch, m, k):
 def reference_prequant_bmm(x_bits, w_bits, w_scale, *, fp8_format,
                            group_size=128, in_type="bf16", out_type="bf16",
                            bias=None, transpose_bm=False, x_strides=None,
-                           m=None, out=None):
+                           m=None, out=None, acc_overflow=False):
     """Y[b] = X[b] . W[b]^T with group-quantized activations, exactly.
 
     Args:
@@ -57,10 +57,20 @@ def reference_prequant_bmm(x_bits, w_bits, w_scale, *, fp8_format,
       m: the number of rows M when `x_strides` is given.
       out: optional uint16 array to write into, shaped like the result, with
         N stride 1; it is returned.
+      acc_overflow: also return the outputs whose fp32 accumulation
+        overflows. SPEC.md's accumulator is fp32 where this reference's is
+        f64: there (|x| from about 2.6e35 on) a kernel gives Inf, or NaN
+        from Inf - Inf, where this value is finite. With one K-group, or
+        terms of one sign, the mask is exactly those outputs; with terms of
+        mixed signs the kernel's order of the sum decides, so a flagged
+        output may also come out finite.
 
     Returns:
-      uint16 bits of `out_type`, (B, M, N), or (M, B, N) with transpose_bm.
+      uint16 bits of `out_type`, (B, M, N), or (M, B, N) with transpose_bm;
+      with `acc_overflow`, a pair (those bits, a bool mask of the same
+      shape).
     """
+    acc_overflow = check_bool(acc_overflow, "acc_overflow")
     fp8_format = check_fp8_format(fp8_format)
     group_size = check_group_size(group_size)
     in_type = check_choice(in_type, HALF_TYPES, "in_type")
@@ -127,19 +137,21 @@ def reference_prequant_bmm(x_bits, w_bits, w_scale, *, fp8_format,
         raise ValueError("out: the N stride must be 1 element")
     y_stride_b, y_stride_m = ((y_strides[1], y_strides[0]) if transpose_bm
                               else (y_strides[0], y_strides[1]))
-    if batch == 0 or rows == 0 or n == 0:
+    flags = np.zeros((batch, rows, n), np.uint8) if acc_overflow else None
+    if batch and rows and n:
+        w = np.ascontiguousarray(w_bits)
+        try:
+            _mla_fp8.reference_prequant_bmm(
+                x_bits, stride_b, stride_m, batch, rows, n, k, w, scales,
+                per_batch, bias, y, y_stride_b, y_stride_m, group_size,
+                fp8_format, in_type, out_type, flags)
+        except ValueError as error:
+            # The C++ validation names its own fields (e.g. overlapping rows).
+            raise ValueError(f"reference_prequant_bmm: {error}") from None
+    if not acc_overflow:
         return y
-
-    w = np.ascontiguousarray(w_bits)
-    try:
-        _mla_fp8.reference_prequant_bmm(
-            x_bits, stride_b, stride_m, batch, rows, n, k, w, scales,
-            per_batch, bias, y, y_stride_b, y_stride_m, group_size,
-            fp8_format, in_type, out_type)
-    except ValueError as error:
-        # The C++ validation names its own fields (e.g. overlapping rows).
-        raise ValueError(f"reference_prequant_bmm: {error}") from None
-    return y
+    mask = flags.astype(bool)
+    return y, (mask.transpose(1, 0, 2) if transpose_bm else mask)
 
 
 def quantize_weights(w, fp8_format, per_batch=False):

@@ -30,9 +30,9 @@ import threading
 
 import numpy as np
 
-from . import hip
+from . import _limits, hip
 from ._checks import (check_bits, check_bool, check_group_size, check_int,
-                      element_strides)
+                      check_w_scale_given, element_strides)
 from .bundle import Bundle
 
 __all__ = [
@@ -276,12 +276,16 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     check_bits(X, np.uint16, "X", ndim=None)
     check_bits(WQ, np.uint8, "WQ", ndim=None)
     batch, m, k, n = _shapes(X.shape, WQ.shape, transpose_bm_in)
+    # Sizes first: nothing below allocates or launches beyond the bounds.
+    _limits.check_emulator_sizes(batch, m, n, k)
     x = X.transpose(1, 0, 2) if transpose_bm_in else X
-    if element_strides(X, "X")[2] != 1 and k > 1 and X.size:
+    x_strides = element_strides(X, "X")
+    if x_strides[2] != 1 and k > 1 and X.size:
         raise ValueError("X: the K stride must be 1 element; pass a view "
                          "with contiguous rows")
     if not WQ.flags.c_contiguous:
         raise ValueError("WQ: must be C-contiguous (B, N, K)")
+    check_w_scale_given(w_scale)
     if isinstance(w_scale, np.ndarray) and w_scale.dtype.kind != "f":
         raise TypeError(f"w_scale: expected float32 values, got dtype "
                         f"{w_scale.dtype.name}")
@@ -300,7 +304,7 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                              f"{bias.shape}")
     y_shape = (m, batch, n) if transpose_bm else (batch, m, n)
     if YQ is None:
-        Y = np.zeros(y_shape, dtype=np.uint16)
+        y_end = batch * m * n
     else:
         Y = check_bits(YQ, np.uint16, "YQ", ndim=None)
         if Y.shape != y_shape:
@@ -309,11 +313,23 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                              f"{Y.shape}")
         if not Y.flags.writeable:
             raise ValueError("YQ: the array is read-only")
-        if element_strides(Y, "YQ")[2] != 1 and n > 1 and Y.size:
+        y_strides = element_strides(Y, "YQ")
+        if y_strides[2] != 1 and n > 1 and Y.size:
             raise ValueError("YQ: the N stride must be 1 element")
+        y_end = _limits.view_end(Y.shape, y_strides)
+        stride_b, stride_m = ((y_strides[1], y_strides[0]) if transpose_bm
+                              else (y_strides[0], y_strides[1]))
+        _limits.check_rows_disjoint("YQ", stride_b, batch, stride_m, m, n)
+        _limits.check_numpy_disjoint("YQ", Y, (("X", X), ("WQ", WQ),
+                                               ("bias", bias)))
+    _limits.check_kernel_sizes(batch, m, n, k,
+                               _limits.view_end(X.shape, x_strides), y_end,
+                               "X" if YQ is None else "YQ", bias is not None)
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
                           "bf16", chip_source, bias is not None)
+    _limits.check_launch(kernel, m, batch)
+    Y = np.zeros(y_shape, dtype=np.uint16) if YQ is None else YQ
     if batch == 0 or m == 0:
         return Y
     y = Y.transpose(1, 0, 2) if transpose_bm else Y
@@ -325,6 +341,12 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         raise RuntimeError(f"{kernel.symbol} on the emulator: {error}") \
             from None
     return Y
+
+
+def _view(tensor):
+    """(address, shape, element strides, itemsize) of a tensor."""
+    return (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()),
+            tensor.element_size())
 
 
 def _torch_strides(tensor, name, last):
@@ -362,6 +384,7 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     batch, m, k, n = _shapes(tuple(X.shape), tuple(WQ.shape),
                              transpose_bm_in)
     xs = _torch_strides(X, "X", k)
+    check_w_scale_given(w_scale)
     x_stride_b, x_stride_m = (xs[1], xs[0]) if transpose_bm_in else (xs[0],
                                                                      xs[1])
     if not WQ.is_contiguous():
@@ -371,21 +394,24 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         raise TypeError(f"WQ: expected dtype float8_e4m3fnuz (gfx942), "
                         f"float8_e4m3fn (gfx950) or uint8 bits, got "
                         f"{WQ.dtype}")
+    # A Python float becomes a device tensor only once every check passed.
+    scale_value = None
     if isinstance(w_scale, (float, int)) and not isinstance(w_scale, bool):
-        w_scale = torch.full((1,), float(w_scale), dtype=torch.float32,
-                             device=device)
-    if not isinstance(w_scale, torch.Tensor):
+        scale_value, w_scale = float(w_scale), None
+        mode = _w_scale_mode(1, batch)
+    elif not isinstance(w_scale, torch.Tensor):
         raise TypeError(f"w_scale: expected a float32 tensor or a float, got "
                         f"{type(w_scale).__name__}")
-    if w_scale.device != device:
-        raise ValueError(f"w_scale: on device {w_scale.device}, X on "
-                         f"{device}")
-    if str(w_scale.dtype).replace("torch.", "") != "float32":
-        raise TypeError(f"w_scale: expected dtype float32, got "
-                        f"{w_scale.dtype}")
-    if not w_scale.is_contiguous():
-        raise ValueError("w_scale: must be contiguous")
-    mode = _w_scale_mode(w_scale.numel(), batch)
+    else:
+        if w_scale.device != device:
+            raise ValueError(f"w_scale: on device {w_scale.device}, X on "
+                             f"{device}")
+        if str(w_scale.dtype).replace("torch.", "") != "float32":
+            raise TypeError(f"w_scale: expected dtype float32, got "
+                            f"{w_scale.dtype}")
+        if not w_scale.is_contiguous():
+            raise ValueError("w_scale: must be contiguous")
+        mode = _w_scale_mode(w_scale.numel(), batch)
 
     out_type = _out_type(dtype)
     y_shape = (m, batch, n) if transpose_bm else (batch, m, n)
@@ -399,6 +425,14 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
             raise ValueError(f"YQ: expected shape {y_shape}, got "
                              f"{tuple(YQ.shape)}")
     out_type = out_type or "bf16"
+    if YQ is None:
+        y_end = batch * m * n
+    else:
+        ys = _torch_strides(YQ, "YQ", n)
+        y_end = _limits.view_end(y_shape, ys)
+        stride_b, stride_m = ((ys[1], ys[0]) if transpose_bm else
+                              (ys[0], ys[1]))
+        _limits.check_rows_disjoint("YQ", stride_b, batch, stride_m, m, n)
     if bias is not None:
         if tuple(bias.shape) != (batch, n) or not bias.is_contiguous():
             raise ValueError(f"bias: expected a contiguous (B={batch}, "
@@ -406,6 +440,15 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         if _TORCH_HALF.get(str(bias.dtype).replace("torch.", "")) != out_type:
             raise TypeError(f"bias: expected the output type {out_type}, "
                             f"got {bias.dtype}")
+
+    _limits.check_kernel_sizes(batch, m, n, k,
+                               _limits.view_end(tuple(X.shape), xs), y_end,
+                               "X" if YQ is None else "YQ", bias is not None)
+    if YQ is not None:
+        _limits.check_views_disjoint("YQ", _view(YQ), [
+            (name, _view(t)) for name, t in (
+                ("X", X), ("WQ", WQ), ("w_scale", w_scale), ("bias", bias))
+            if t is not None])
 
     if chip is None:
         arch = torch.cuda.get_device_properties(device).gcnArchName
@@ -419,6 +462,10 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         raise TypeError(f"WQ: {chip} kernels take {kernel.fp8_type} weights, "
                         f"got {WQ.dtype} (see quantize_weights_for_chip)")
 
+    grid = _limits.check_launch(kernel, m, batch)
+    if scale_value is not None:
+        w_scale = torch.full((1,), scale_value, dtype=torch.float32,
+                             device=device)
     if YQ is None:
         Y = torch.empty(y_shape, dtype={"bf16": torch.bfloat16,
                                         "f16": torch.float16}[out_type],
@@ -428,7 +475,6 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     ys = _torch_strides(Y, "YQ", n)
     y_stride_b, y_stride_m = (ys[1], ys[0]) if transpose_bm else (ys[0],
                                                                   ys[1])
-    grid = kernel.grid(m, batch)
     if batch == 0 or m == 0 or 0 in grid:
         return Y
 

@@ -12,11 +12,14 @@
 #include "mla-fp8/CAPI/Embedding.h"
 #include "mla-fp8/Reference/Formats.h"
 #include "mla-fp8/Reference/PrequantBmm.h"
+#include "mla-fp8/Runtime/Limits.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <array>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -203,6 +206,17 @@ public:
       throw py::value_error("w_scale has the wrong size");
     if (!y.writeable())
       throw py::value_error("y is read-only");
+    // The package names the argument at fault first; these keep the native
+    // call itself within what the emulator and the kernels can take.
+    if (b > runtime::kEmulatorMaxBatch || m > runtime::kEmulatorMaxM ||
+        e.n > runtime::kEmulatorMaxDim || e.k > runtime::kEmulatorMaxDim ||
+        runtime::getEmulatorElements(b, m, e.n, e.k) >
+            runtime::kEmulatorMaxElements)
+      throw py::value_error("x, w and y are larger than the emulator runs "
+                            "(docs/limits.md)");
+    if (threads > runtime::kEmulatorMaxThreads)
+      throw py::value_error("threads: at most " +
+                            std::to_string(runtime::kEmulatorMaxThreads));
     const uint16_t *biasData = nullptr;
     if (bias) {
       requireDtype(*bias, 'u', 2, "bias");
@@ -227,6 +241,13 @@ public:
     std::tie(call.yStrideB, call.yStrideM) = strides(y, e.n, "y");
     if (b == 0 || m == 0)
       return 0;
+    if (doRowsOverlap(call.yStrideB, b, call.yStrideM, m, e.n))
+      throw py::value_error("y strides make distinct rows overlap");
+    std::array<uint64_t, 3> grid = e.getGrid(m, b);
+    for (int i = 0; i < 3; ++i)
+      if (grid[i] > runtime::kMaxGridWorkItems /
+                        std::max<uint32_t>(e.workgroupSize[i], 1))
+        throw py::value_error("the grid does not fit in uint32 work-items");
     call.x = static_cast<const uint16_t *>(x.data());
     call.w = static_cast<const uint8_t *>(w.data());
     call.wScale = static_cast<const float *>(wScale.data());
@@ -268,7 +289,8 @@ void callReferencePrequantBmm(py::array x, int64_t xStrideB, int64_t xStrideM,
                               py::array y, int64_t yStrideB, int64_t yStrideM,
                               int64_t groupSize, const std::string &format,
                               const std::string &inType,
-                              const std::string &outType) {
+                              const std::string &outType,
+                              std::optional<py::array> accOverflow) {
   requireDtype(x, 'u', 2, "x");
   requireDtype(y, 'u', 2, "y");
   if (!y.writeable())
@@ -301,11 +323,21 @@ void callReferencePrequantBmm(py::array x, int64_t xStrideB, int64_t xStrideM,
   args.y = static_cast<uint16_t *>(y.mutable_data());
   args.yStrideB = yStrideB;
   args.yStrideM = yStrideM;
+  uint8_t *overflow = nullptr;
+  if (accOverflow) {
+    requireDtype(*accOverflow, 'u', 1, "acc_overflow");
+    if (accOverflow->size() != batch * m * n ||
+        !(accOverflow->flags() & py::array::c_style) ||
+        !accOverflow->writeable())
+      throw py::value_error(
+          "acc_overflow must be a writable contiguous (B, M, N) array");
+    overflow = static_cast<uint8_t *>(accOverflow->mutable_data());
+  }
   std::string error;
   bool ok;
   {
     py::gil_scoped_release release;
-    ok = mlir::mlafp8::referencePrequantBmm(args, &error);
+    ok = mlir::mlafp8::referencePrequantBmm(args, &error, overflow);
   }
   if (!ok)
     throw py::value_error(error);
@@ -379,6 +411,19 @@ PYBIND11_MODULE(_mla_fp8, m) {
     return py::make_tuple(out, factor);
   });
   m.def("reference_prequant_bmm", &callReferencePrequantBmm);
+  m.def("rows_overlap", &doRowsOverlap,
+        "Whether distinct (b, m) rows of n elements at these strides overlap");
+  m.def("limits", [] {
+    py::dict d;
+    d["kernel_max_elements"] = runtime::kKernelMaxElements;
+    d["max_grid_work_items"] = runtime::kMaxGridWorkItems;
+    d["emulator_max_batch"] = runtime::kEmulatorMaxBatch;
+    d["emulator_max_m"] = runtime::kEmulatorMaxM;
+    d["emulator_max_dim"] = runtime::kEmulatorMaxDim;
+    d["emulator_max_elements"] = runtime::kEmulatorMaxElements;
+    d["emulator_max_threads"] = runtime::kEmulatorMaxThreads;
+    return d;
+  });
 
   m.def(
       "parse_and_print",

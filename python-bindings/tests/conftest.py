@@ -1,6 +1,8 @@
 """Shared fixtures: the tests import mla_fp8 from the build directory
 (PYTHONPATH=$BUILD_DIR/python-bindings, as ./build.sh check sets it)."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -20,3 +22,23 @@ def session_bundle(tmp_path_factory):
     mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],
                             chips=["gfx942", "gfx950"], max_m=64)
     return directory
+
+
+@pytest.fixture(scope="session")
+def peer_kernels_dir():
+    """../shared/peer-kernels beside the checkout (Triton code objects that
+    are not part of the repository). Tests that need it are skipped with the
+    reason when it is absent, and fail there when CI=true or
+    MLAFP8_REQUIRE_PEER_KERNELS=1."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    path = os.path.normpath(os.path.join(root, "..", "shared",
+                                         "peer-kernels"))
+    if os.path.isdir(path):
+        return path
+    if os.environ.get("CI") == "true" or \
+            os.environ.get("MLAFP8_REQUIRE_PEER_KERNELS") == "1":
+        pytest.fail(f"peer kernels required (CI=true or "
+                    f"MLAFP8_REQUIRE_PEER_KERNELS=1) but {path} is missing")
+    pytest.skip(f"needs the Triton peer kernels in {path} (absent: ../shared "
+                f"is not beside this checkout)")

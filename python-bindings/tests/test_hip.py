@@ -60,6 +60,9 @@ def make_torch():
         def numel(self):
             return int(np.prod(self.shape))
 
+        def element_size(self):
+            return self.dtype.itemsize
+
         def is_contiguous(self):
             return self._strides == Tensor(self.shape, None, None,
                                            ptr=0)._strides
@@ -301,6 +304,67 @@ def test_errors(fake):
                        match="hipModuleLaunchKernel failed: "
                        "hipErrorInvalidValue"):
         call(x, w, ws)
+
+
+def test_bounds(fake, monkeypatch):
+    """What the kernels cannot run is refused before any allocation or
+    launch (docs/limits.md), naming the argument."""
+    torch, lib = fake
+    allocations = []
+    for name in ("empty", "full"):
+        make = getattr(torch, name)
+        monkeypatch.setattr(torch, name, lambda *args, make=make, **kw:
+                            allocations.append(args) or make(*args, **kw))
+    dev = FakeDevice()
+    bf16 = torch.bfloat16
+    w = torch.Tensor((16, 512, 128), torch.float8_e4m3fnuz, dev)
+    ws = torch.Tensor((1,), torch.float32, dev)
+    x = torch.Tensor((16, 3, 128), bf16, dev)
+    big = torch.Tensor((16, 3, 1024), bf16, dev)
+    cases = [
+        # M = 2^40 used to truncate the grid to 0; M near 2^31 to run.
+        (ValueError, r"^X: the \(B=16, M=1099511627776, K=128\) view "
+         r"reaches element \d+; the kernels address at most 2147483647",
+         dict(X=torch.Tensor((16, 2**40, 128), bf16, dev))),
+        (ValueError, r"^X: the \(B=16, M=2147483648, K=128\) view",
+         dict(X=torch.Tensor((16, 2**31, 128), bf16, dev))),
+        # X broadcast along B and M is small; the new Y would not be.
+        (ValueError, r"^X: the \(B=16, M=2147483648, N=512\) output",
+         dict(X=torch.Tensor((16, 2**31, 128), bf16, dev, (0, 0, 1)))),
+        (ValueError, r"^YQ: the \(B=16, M=3, N=512\) output reaches",
+         dict(YQ=torch.Tensor((16, 3, 512), bf16, dev, (2**28, 2**26, 1)))),
+        (TypeError, "^w_scale: required", dict(w_scale=None)),
+        (ValueError, "^YQ: its strides .* overlap",
+         dict(YQ=torch.Tensor((16, 3, 512), bf16, dev, (0, 0, 1)))),
+        (ValueError, "^YQ: its memory overlaps X's",
+         dict(X=torch.Tensor((16, 3, 128), bf16, dev, big.stride(),
+                             big.data_ptr()),
+              YQ=torch.Tensor((16, 3, 512), bf16, dev, big.stride(),
+                              big.data_ptr() + 2 * 100))),
+        (ValueError, "^YQ: its memory overlaps w_scale's",
+         dict(YQ=torch.Tensor((16, 3, 512), bf16, dev, ptr=ws.data_ptr()))),
+        (ValueError, "^group_size: expected at most", dict(group_size=2**70)),
+    ]
+    for error, pattern, override in cases:
+        kwargs = dict(X=x, WQ=w, w_scale=ws)
+        kwargs.update(override)
+        with pytest.raises(error, match=pattern):
+            call(**kwargs)
+    # A grid past uint32 work-items (a kernel whose grid grows with M faster
+    # than its buffers) is refused too; a float scale is not yet a tensor.
+    grid = mla_fp8.Kernel.grid
+    monkeypatch.setattr(mla_fp8.Kernel, "grid",
+                        lambda self, m, b: (2**32, 1, 1))
+    with pytest.raises(ValueError, match="^X: M=3, B=16 need 4294967296 "
+                       "workgroups"):
+        call(x, w, 0.5)
+    assert not lib.launches and not lib.mallocs and not allocations
+    # Disjoint columns of one tensor are fine (the overlap test is exact).
+    monkeypatch.setattr(mla_fp8.Kernel, "grid", grid)
+    yq = torch.Tensor((16, 3, 512), bf16, dev, big.stride(),
+                      big.data_ptr() + 2 * 128)
+    xq = torch.Tensor((16, 3, 128), bf16, dev, big.stride(), big.data_ptr())
+    assert call(xq, w, ws, YQ=yq) is yq
 
 
 def test_no_gpu(monkeypatch, session_bundle):

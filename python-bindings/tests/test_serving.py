@@ -36,14 +36,24 @@ def reference(x, w, ws, fmt=FNUZ, **kwargs):
     return mla_fp8.reference_prequant_bmm(x, w, ws, fp8_format=fmt, **kwargs)
 
 
-def assert_close(y, ref, out_type="bf16"):
-    """Within one output ulp plus fp32 accumulation noise (SPEC.md)."""
+def assert_close(y, ref, out_type="bf16", acc_overflow=None):
+    """Within one output ulp plus fp32 accumulation noise (SPEC.md), where
+    the fp32 accumulator does not overflow. Outputs in `acc_overflow` (from
+    reference_prequant_bmm(..., acc_overflow=True)) may be Inf or NaN: SPEC's
+    accumulator is fp32. Returns how many of those were."""
     to_float = (mla_fp8.from_bf16_bits if out_type == "bf16" else
                 mla_fp8.from_f16_bits)
     a, b = to_float(y).astype(np.float64), to_float(ref).astype(np.float64)
     ulp = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(b), 1e-30))) -
                   (7 if out_type == "bf16" else 10))
-    assert np.all(np.abs(a - b) <= ulp + 1e-3 * np.abs(b) + 1e-6)
+    with np.errstate(invalid="ignore"):
+        close = np.abs(a - b) <= ulp + 1e-3 * np.abs(b) + 1e-6
+    if acc_overflow is None:
+        assert np.all(close)
+        return 0
+    overflowed = acc_overflow & ~np.isfinite(a)
+    assert np.all(close | overflowed)
+    return int(overflowed.sum())
 
 
 @pytest.mark.parametrize("n,k", [K_UP, V_UP], ids=["k_up", "v_up"])
@@ -270,3 +280,30 @@ def test_bias(rng, n, k, bias_bundle):
     kernel = mla_fp8.load_bundle(bias_bundle).find_kernel(
         "gfx942", n, k, m, has_bias=True)
     assert kernel.has_bias and "_bias_" in kernel.symbol
+
+
+@pytest.mark.parametrize("chip", ["gfx942", "gfx950"])
+def test_fp32_accumulator_overflow_is_flagged(rng, chip):
+    """With |x| near 1e36 SPEC's fp32 accumulator overflows for some
+    outputs: the kernel gives Inf where the f64 reference is finite. The
+    reference flags exactly those (one K-group per row), and the check
+    accepts them as accumulator overflow, not as a mismatch."""
+    m = 8
+    fmt = mla_fp8.fp8_format_for_chip(chip)
+    x = mla_fp8.to_bf16_bits(rng.standard_normal((B, m, 128)) * 1e36)
+    w, ws = mla_fp8.quantize_weights_for_chip(
+        rng.standard_normal((B, 512, 128)) * 0.05, chip)
+    y = call(x, w, ws, chip=chip)
+    ref, overflow = reference(x, w, ws, fmt=fmt, acc_overflow=True)
+    assert 0 < overflow.sum() < overflow.size
+    assert np.isfinite(mla_fp8.from_bf16_bits(ref)).all()
+    np.testing.assert_array_equal(np.isinf(mla_fp8.from_bf16_bits(y)),
+                                  overflow)
+    assert assert_close(y, ref, acc_overflow=overflow) == overflow.sum()
+    # Without the mask the same comparison fails: the flag is what passes it.
+    with pytest.raises(AssertionError):
+        assert_close(y, ref)
+    # At ordinary magnitudes nothing is flagged.
+    x_small, w, ws = operands(rng, 512, 128, m, chip)
+    _, none = reference(x_small, w, ws, fmt=fmt, acc_overflow=True)
+    assert not none.any()

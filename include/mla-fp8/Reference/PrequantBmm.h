@@ -106,6 +106,12 @@ struct PrequantBmmArgs {
   int64_t yStrideB = 0, yStrideM = 0;
 };
 
+/// Whether distinct (b, m) rows of `n` elements, at element strides strideB
+/// and strideM over extentB x extentM rows, can share an element. Only
+/// dimensions with more than one row constrain the layout.
+bool doRowsOverlap(int64_t strideB, int64_t extentB, int64_t strideM,
+                   int64_t extentM, int64_t n);
+
 /// Returns an empty string when `args` is valid, else a lower-case message
 /// naming the offending field. Dimensions must be non-negative and K positive,
 /// groupSize a positive power of two; x, w and weightDescale must be non-null
@@ -119,16 +125,39 @@ std::string validatePrequantBmmArgs(const PrequantBmmArgs &args,
 ///   acc = sum_g s[b,m,g] * sum_{k in g} q * w   (f64; products exact)
 ///   y   = outType(acc * ws (+ bias[b,n]))        (f64, rounded once, RNE).
 /// Writes nothing when B, M or N is 0. Returns false and sets `*error` (when
-/// non-null) on invalid arguments, writing nothing.
+/// non-null) on invalid arguments, writing nothing. With `accOverflow`, dense
+/// (B, M, N), also writes 1 for each output getAccumulatorOverflow flags,
+/// else 0.
 bool referencePrequantBmm(const PrequantBmmArgs &args,
-                          std::string *error = nullptr);
+                          std::string *error = nullptr,
+                          uint8_t *accOverflow = nullptr);
 
 /// Same computation, but returns the f64 values before the final rounding,
 /// dense (B, M, N) row-major in `out` (resized to B * M * N); args.y and the Y
-/// strides are ignored.
+/// strides are ignored. With `accOverflow`, also the flags of
+/// getAccumulatorOverflow, dense (B, M, N) like `out`.
 bool referencePrequantBmmF64(const PrequantBmmArgs &args,
                              std::vector<double> &out,
-                             std::string *error = nullptr);
+                             std::string *error = nullptr,
+                             std::vector<uint8_t> *accOverflow = nullptr);
+
+//===----------------------------------------------------------------------===//
+// fp32 accumulator range
+//===----------------------------------------------------------------------===//
+
+/// SPEC.md's accumulator is fp32 where this reference's is f64, so for huge
+/// activations (|x| from about 2.6e35 with fp8 weights near FMAX) a kernel
+/// gives Inf where the f64 value is finite. An output is flagged when its
+/// fp32 accumulation can overflow: a group's term fp32(s[g] * fp32(partial))
+/// overflows, or the sum of the terms' magnitudes reaches the fp32 overflow
+/// threshold (2^128 - 2^103, where round-to-nearest gives Inf), or so does
+/// that sum times |ws|. With one K-group, or terms of one sign, these are
+/// exactly the outputs whose fp32 accumulation overflows in any order; with
+/// terms of mixed signs the order of the sum (split-K) decides, and a flagged
+/// output may also come out finite. Rows whose scales are not finite (NaN or
+/// Inf in X) are NaN anyway and are not flagged.
+bool getAccumulatorOverflow(const float *terms, int64_t numGroups,
+                            float descale);
 
 //===----------------------------------------------------------------------===//
 // Error metrics

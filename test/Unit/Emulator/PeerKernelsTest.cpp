@@ -6,6 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PeerKernels.h"
+
 #include "mla-fp8/Emulator/PrequantBmmRunner.h"
 
 #include "gtest/gtest.h"
@@ -35,7 +37,8 @@ class PeerKernelTest
 TEST_P(PeerKernelTest, MatchesReference) {
   auto [which, m, transposeY] = GetParam();
   const PeerKernel &pk = kPeers[which];
-  std::string path = std::string(MLAFP8_PEER_KERNELS_DIR) + "/" + pk.file;
+  MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
+  std::string path = peerDir + "/" + pk.file;
   auto co = CodeObject::fromFile(path);
   ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
   auto emu =
@@ -69,8 +72,8 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(false, true)));
 
 TEST(PeerKernels, ZeroRowsWritesNothing) {
-  std::string path =
-      std::string(MLAFP8_PEER_KERNELS_DIR) + "/" + kPeers[0].file;
+  MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
+  std::string path = peerDir + "/" + kPeers[0].file;
   auto co = CodeObject::fromFile(path);
   ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
   auto emu =
@@ -91,8 +94,8 @@ TEST(PeerKernels, ZeroRowsWritesNothing) {
 }
 
 TEST(PeerKernels, TooLittleLdsIsReported) {
-  std::string path =
-      std::string(MLAFP8_PEER_KERNELS_DIR) + "/" + kPeers[0].file;
+  MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
+  std::string path = peerDir + "/" + kPeers[0].file;
   auto co = CodeObject::fromFile(path);
   ASSERT_TRUE(bool(co));
   auto emu =
@@ -119,8 +122,8 @@ TEST(PeerKernels, TooLittleLdsIsReported) {
 namespace {
 
 TEST(PeerKernels, ThreadedDispatchMatchesSerial) {
-  std::string path =
-      std::string(MLAFP8_PEER_KERNELS_DIR) + "/" + kPeers[1].file;
+  MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
+  std::string path = peerDir + "/" + kPeers[1].file;
   auto co = CodeObject::fromFile(path);
   ASSERT_TRUE(bool(co));
   auto emu =

@@ -22,7 +22,9 @@
 #include "llvm/Support/Path.h"
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 using namespace mlir::mlafp8;
@@ -274,5 +276,86 @@ TEST(Verify, CatchesAWrongResult) {
   VerifyResult out = runtime::verifyKernel(launcher(), mislabeled, p);
   EXPECT_GT(out.failures, 0);
   EXPECT_NE(out.message.find("reference"), std::string::npos) << out.message;
+}
+} // namespace
+
+namespace {
+/// SPEC.md's accumulator is fp32: with |x| near 1e36 some K-up outputs
+/// overflow it and the kernel gives Inf where the f64 reference is finite.
+/// The reference flags exactly those outputs (one K-group per row, so the
+/// order of the sum cannot matter) and the check passes, saying so.
+TEST(Verify, Fp32AccumulatorOverflowIsFlaggedNotAMismatch) {
+  const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
+  for (const char *chip : {"gfx942", "gfx950"}) {
+    const KernelEntry *kernel = bundle.findKernel(chip, 512, 128, 4);
+    ASSERT_NE(kernel, nullptr);
+    VerifyProblem p;
+    p.batch = 2;
+    p.m = 4;
+    p.xScale = 1e36f;
+    VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
+    EXPECT_TRUE(out.passed())
+        << out.error << kernel->symbol << ": " << out.message;
+    EXPECT_GT(out.accOverflows, 0) << kernel->symbol;
+    EXPECT_LT(out.accOverflows, 2 * 4 * 512) << kernel->symbol;
+    EXPECT_EQ(out.accOverflowsNonFinite, out.accOverflows) << kernel->symbol;
+    EXPECT_NE(out.note.find("overflow the fp32 accumulator"), std::string::npos)
+        << out.note;
+
+    // The same, element by element: Inf exactly where the reference flags.
+    std::optional<FP8Format> format = parseFP8Format(kernel->fp8Type);
+    ASSERT_TRUE(format.has_value());
+    int64_t b = 2, m = 4, n = 512, k = 128;
+    std::vector<uint16_t> x(b * m * k), y(b * m * n, 0x7fc1);
+    std::vector<uint8_t> w(b * n * k);
+    // Row r at 1e36 / 4^r: the first rows overflow, the last do not, and
+    // the rows between split. Every partial sum is an integer below 2^24, so
+    // it is exact in fp32 whatever the kernel's order.
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = floatToBF16((i % 7 == 3 ? -1.0f : 1.0f) *
+                         std::ldexp(1e36f, -2 * int(i / k)) *
+                         (1.0f + 0.03f * float(i % 11)));
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = encodeFP8(float(int(i % 13) - 4) * 16.0f, *format);
+    float ws = 1e-3f;
+    PrequantBmmArgs args;
+    args.B = b;
+    args.M = m;
+    args.N = n;
+    args.K = k;
+    args.groupSize = kernel->groupSize;
+    args.format = *format;
+    args.x = x.data();
+    args.xStrideB = m * k;
+    args.xStrideM = k;
+    args.w = w.data();
+    args.weightDescale = &ws;
+    std::vector<double> ref;
+    std::vector<uint8_t> flagged;
+    std::string error;
+    ASSERT_TRUE(referencePrequantBmmF64(args, ref, &error, &flagged)) << error;
+    runtime::PrequantBmmCall call;
+    call.batch = b;
+    call.m = m;
+    call.x = x.data();
+    call.xStrideB = m * k;
+    call.xStrideM = k;
+    call.w = w.data();
+    call.wScale = &ws;
+    call.y = y.data();
+    call.yStrideB = m * n;
+    call.yStrideM = n;
+    auto stats = launcher().launch(*kernel, call);
+    ASSERT_TRUE(static_cast<bool>(stats)) << llvm::toString(stats.takeError());
+    int64_t count = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      EXPECT_TRUE(std::isfinite(ref[i]));
+      EXPECT_EQ(std::isinf(bf16ToFloat(y[i])), flagged[i] != 0)
+          << kernel->symbol << " output " << i << ": reference " << ref[i];
+      count += flagged[i];
+    }
+    EXPECT_GT(count, 0);
+    EXPECT_LT(count, int64_t(y.size()));
+  }
 }
 } // namespace

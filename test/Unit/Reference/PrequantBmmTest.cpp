@@ -601,4 +601,71 @@ TEST(ErrorMetricsTest, CompareOutputsToF64) {
   EXPECT_EQ(stats.maxUlpDistance, 1.0);
 }
 
+//===----------------------------------------------------------------------===//
+// fp32 accumulator range
+//===----------------------------------------------------------------------===//
+
+TEST(AccumulatorOverflowTest, Terms) {
+  const float big = 2e38f, inf = std::numeric_limits<float>::infinity();
+  const float one[] = {big};
+  EXPECT_FALSE(getAccumulatorOverflow(one, 1, 1.0f));
+  // The final multiply by the descale can overflow too.
+  EXPECT_TRUE(getAccumulatorOverflow(one, 1, 2.0f));
+  const float two[] = {big, big};
+  EXPECT_TRUE(getAccumulatorOverflow(two, 2, 1e-3f));
+  // Mixed signs: the order of the sum decides, so the flag is raised.
+  const float mixed[] = {big, -big, big};
+  EXPECT_TRUE(getAccumulatorOverflow(mixed, 3, 1e-3f));
+  const float overflowed[] = {1.0f, inf};
+  EXPECT_TRUE(getAccumulatorOverflow(overflowed, 2, 1e-3f));
+  // FLT_MAX itself is finite; the next representable step rounds to Inf.
+  const float max[] = {std::numeric_limits<float>::max()};
+  EXPECT_FALSE(getAccumulatorOverflow(max, 1, 1.0f));
+}
+
+/// K = 128, one group per row, every x and w at FMAX: the fp32 term
+/// s * partial = amax / 240 * 128 * 240 * 240 overflows for amax = 1e36
+/// (3.1e40) but not for 1e33 (3.1e37); ws = 1e-3 keeps both f64 results
+/// finite. Only the first row is flagged; a NaN row is not.
+TEST(AccumulatorOverflowTest, ReferenceFlagsOverflowingOutputs) {
+  const int64_t k = 128;
+  std::vector<uint16_t> x(3 * k);
+  for (int64_t i = 0; i < k; ++i) {
+    x[i] = bf16(1e36);
+    x[k + i] = bf16(1e33);
+    x[2 * k + i] = bf16(1e36);
+  }
+  x[2 * k] = 0x7fc0; // NaN: the row is NaN, not an accumulator overflow.
+  std::vector<uint8_t> w(2 * k, 0x7F); // 240, FNUZ's FMAX
+  float ws = 1e-3f;
+  PrequantBmmArgs args;
+  args.B = 1;
+  args.M = 3;
+  args.N = 2;
+  args.K = k;
+  args.format = FP8Format::E4M3FNUZ;
+  args.x = x.data();
+  args.xStrideB = 3 * k;
+  args.xStrideM = k;
+  args.w = w.data();
+  args.weightDescale = &ws;
+  std::vector<double> ref;
+  std::vector<uint8_t> overflow;
+  std::string error;
+  ASSERT_TRUE(referencePrequantBmmF64(args, ref, &error, &overflow)) << error;
+  EXPECT_EQ(overflow, (std::vector<uint8_t>{1, 1, 0, 0, 0, 0}));
+  EXPECT_TRUE(std::isfinite(ref[0]));
+  EXPECT_GT(ref[0], 1e37);
+  EXPECT_TRUE(std::isnan(ref[4]));
+
+  // The bits variant gives the same flags.
+  std::vector<uint16_t> y(6);
+  std::vector<uint8_t> flags(6, 7);
+  args.y = y.data();
+  args.yStrideB = 6;
+  args.yStrideM = 2;
+  ASSERT_TRUE(referencePrequantBmm(args, &error, flags.data())) << error;
+  EXPECT_EQ(flags, overflow);
+}
+
 } // namespace
