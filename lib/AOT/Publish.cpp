@@ -111,40 +111,6 @@ static void syncDirectory(llvm::StringRef dir) {
   ::close(fd);
 }
 
-llvm::Expected<std::string> mlir::mlafp8::readRegularFile(llvm::StringRef path,
-                                                          uint64_t maxBytes) {
-  // O_NONBLOCK: opening a FIFO must not wait for a writer.
-  int fd =
-      ::open(path.str().c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0)
-    return llvm::createStringError(
-        std::error_code(errno, std::generic_category()),
-        "cannot read '" + path + "': " + errnoMessage(errno));
-  llvm::scope_exit closeFD([&] { ::close(fd); });
-  struct stat st;
-  if (::fstat(fd, &st) < 0)
-    return makeError("cannot read '" + path + "': " + errnoMessage(errno));
-  if (!S_ISREG(st.st_mode))
-    return makeError("'" + path + "' is not a regular file");
-  if (static_cast<uint64_t>(st.st_size) > maxBytes)
-    return makeError(
-        llvm::formatv("'{0}' is larger than {1} bytes", path, maxBytes).str());
-  std::string data(st.st_size, '\0');
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::read(fd, data.data() + done, data.size() - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return makeError("cannot read '" + path + "': " + errnoMessage(errno));
-    if (n == 0)
-      break;
-    done += n;
-  }
-  data.resize(done);
-  return data;
-}
-
 llvm::Error mlir::mlafp8::writeFileAtomically(llvm::StringRef path,
                                               llvm::StringRef contents) {
   std::string model = (path + ".tmp-%%%%%%%%").str();

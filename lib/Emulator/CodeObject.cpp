@@ -2,11 +2,15 @@
 
 #include "mla-fp8/Emulator/CodeObject.h"
 
+#include "mla-fp8/CodeObject/File.h"
+#include "mla-fp8/CodeObject/Metadata.h"
+
 #include "llvm/BinaryFormat/ELF.h"
-#include "llvm/BinaryFormat/MsgPackDocument.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MemoryBuffer.h"
+
+#include <limits>
 
 using namespace llvm;
 
@@ -37,67 +41,48 @@ KernelDescriptor KernelDescriptor::decode(ArrayRef<uint8_t> b) {
   return kd;
 }
 
-/// Fills the kernels' metadata fields from the NT_AMDGPU_METADATA note.
+/// The largest kernarg segment a kernel may declare: the dispatcher allocates
+/// it, so a forged size must not reach the allocator.
+static constexpr uint64_t kMaxKernargSegmentBytes = 65536;
+
+/// Fills the kernels' metadata fields from the NT_AMDGPU_METADATA note, read
+/// by the checked reader that Target and the loader share.
 static Error applyMetadata(StringRef blob, std::vector<KernelInfo> &kernels) {
-  msgpack::Document doc;
-  if (!doc.readFromBlob(blob, /*Multi=*/false))
-    return createStringError("malformed AMDGPU metadata note");
-  auto &root = doc.getRoot();
-  if (root.getKind() != msgpack::Type::Map)
-    return createStringError("AMDGPU metadata is not a map");
-  auto &map = root.getMap();
-  auto it = map.find(doc.getNode("amdhsa.kernels"));
-  if (it == map.end() || it->second.getKind() != msgpack::Type::Array)
-    return Error::success();
-  auto getInt = [](msgpack::MapDocNode &m, StringRef key,
-                   uint64_t dflt) -> uint64_t {
-    auto i = m.find(key);
-    if (i == m.end())
-      return dflt;
-    if (i->second.getKind() == msgpack::Type::UInt)
-      return i->second.getUInt();
-    if (i->second.getKind() == msgpack::Type::Int)
-      return uint64_t(i->second.getInt());
-    return dflt;
-  };
-  auto getStr = [](msgpack::MapDocNode &m, StringRef key) -> std::string {
-    auto i = m.find(key);
-    if (i == m.end() || i->second.getKind() != msgpack::Type::String)
-      return "";
-    return i->second.getString().str();
-  };
-  for (auto &node : it->second.getArray()) {
-    if (node.getKind() != msgpack::Type::Map)
-      continue;
-    auto &k = node.getMap();
-    std::string name = getStr(k, ".name");
+  CodeObjectMetadata metadata;
+  if (Error error = parseAMDGPUMetadataNote(blob, metadata))
+    return error;
+  for (const KernelMetadata &k : metadata.kernels) {
     for (KernelInfo &info : kernels) {
-      if (info.name != name)
+      if (info.name != k.name)
         continue;
-      info.kernargSegmentSize =
-          getInt(k, ".kernarg_segment_size", info.kernargSegmentSize);
-      info.kernargSegmentAlign = getInt(k, ".kernarg_segment_align", 8);
-      info.maxFlatWorkgroupSize = getInt(k, ".max_flat_workgroup_size", 1024);
-      info.wavefrontSize = getInt(k, ".wavefront_size", 64);
-      info.sgprCount = getInt(k, ".sgpr_count", 0);
-      info.vgprCount = getInt(k, ".vgpr_count", 0);
-      info.agprCount = getInt(k, ".agpr_count", 0);
-      auto ds = k.find(".uses_dynamic_stack");
-      if (ds != k.end() && ds->second.getKind() == msgpack::Type::Boolean)
-        info.usesDynamicStack = ds->second.getBool();
-      auto args = k.find(".args");
-      if (args != k.end() && args->second.getKind() == msgpack::Type::Array) {
-        for (auto &a : args->second.getArray()) {
-          if (a.getKind() != msgpack::Type::Map)
-            continue;
-          auto &am = a.getMap();
-          KernelArgInfo arg;
-          arg.name = getStr(am, ".name");
-          arg.valueKind = getStr(am, ".value_kind");
-          arg.offset = getInt(am, ".offset", 0);
-          arg.size = getInt(am, ".size", 0);
-          info.args.push_back(std::move(arg));
-        }
+      if (k.kernargSegmentSize > kMaxKernargSegmentBytes ||
+          k.kernargSegmentAlign > kMaxKernargSegmentBytes)
+        return createStringError("kernel '%s': kernarg segment out of range",
+                                 k.name.c_str());
+      if (k.kernargSegmentSize)
+        info.kernargSegmentSize = uint32_t(k.kernargSegmentSize);
+      info.kernargSegmentAlign =
+          k.kernargSegmentAlign ? uint32_t(k.kernargSegmentAlign) : 8;
+      info.maxFlatWorkgroupSize =
+          k.maxFlatWorkgroupSize ? k.maxFlatWorkgroupSize : 1024;
+      info.reqdWorkgroupSize = k.reqdWorkgroupSize;
+      info.wavefrontSize = k.wavefrontSize ? k.wavefrontSize : 64;
+      info.sgprCount = k.sgprCount;
+      info.vgprCount = k.vgprCount;
+      info.agprCount = k.agprCount;
+      info.usesDynamicStack = k.usesDynamicStack;
+      info.args.clear();
+      for (const KernelArgMetadata &a : k.args) {
+        if (a.offset > std::numeric_limits<uint32_t>::max() ||
+            a.size > std::numeric_limits<uint32_t>::max())
+          return createStringError("kernel '%s': argument out of range",
+                                   k.name.c_str());
+        KernelArgInfo arg;
+        arg.name = a.name.value_or("");
+        arg.valueKind = a.valueKind;
+        arg.offset = uint32_t(a.offset);
+        arg.size = uint32_t(a.size);
+        info.args.push_back(std::move(arg));
       }
     }
   }
@@ -131,18 +116,24 @@ CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
   auto phdrs = elf.program_headers();
   if (!phdrs)
     return phdrs.takeError();
+  // Every bound is checked before it is added to, so a forged header can
+  // neither wrap an address nor size the image past kMaxImageBytes.
+  constexpr uint64_t kMaxImageBytes = uint64_t(256) << 20;
   uint64_t end = 0;
-  for (const auto &ph : *phdrs)
-    if (ph.p_type == ELF::PT_LOAD)
-      end = std::max<uint64_t>(end, ph.p_vaddr + ph.p_memsz);
-  if (end > (1ull << 30))
-    return createStringError("code object image too large");
+  for (const auto &ph : *phdrs) {
+    if (ph.p_type != ELF::PT_LOAD)
+      continue;
+    if (ph.p_vaddr > kMaxImageBytes || ph.p_memsz > kMaxImageBytes - ph.p_vaddr)
+      return createStringError("code object image too large");
+    if (ph.p_filesz > ph.p_memsz || ph.p_offset > bytes.size() ||
+        ph.p_filesz > bytes.size() - ph.p_offset)
+      return createStringError("malformed PT_LOAD segment");
+    end = std::max<uint64_t>(end, ph.p_vaddr + ph.p_memsz);
+  }
   co->image.assign(end, 0);
   for (const auto &ph : *phdrs) {
     if (ph.p_type != ELF::PT_LOAD)
       continue;
-    if (ph.p_offset + ph.p_filesz > bytes.size() || ph.p_filesz > ph.p_memsz)
-      return createStringError("malformed PT_LOAD segment");
     std::copy(bytes.begin() + ph.p_offset,
               bytes.begin() + ph.p_offset + ph.p_filesz,
               co->image.begin() + ph.p_vaddr);
@@ -164,16 +155,26 @@ CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
     if (llvm::any_of(co->kernels,
                      [&](const KernelInfo &k) { return k.name == info.name; }))
       continue;
-    if (*addr + 64 > co->image.size())
+    if (*addr > co->image.size() || co->image.size() - *addr < 64)
       return createStringError("kernel descriptor '%s' outside the image",
                                name->str().c_str());
     info.descriptorAddress = *addr;
     info.descriptor =
         KernelDescriptor::decode(ArrayRef<uint8_t>(co->image).slice(*addr, 64));
-    info.entryAddress = *addr + info.descriptor.kernelCodeEntryByteOffset;
+    int64_t entryOffset = info.descriptor.kernelCodeEntryByteOffset;
+    if (entryOffset < -int64_t(*addr) ||
+        (entryOffset > 0 && uint64_t(entryOffset) >= co->image.size() - *addr))
+      return createStringError("kernel '%s' entry outside the image",
+                               info.name.c_str());
+    info.entryAddress = *addr + entryOffset;
     if (info.entryAddress >= co->image.size())
       return createStringError("kernel '%s' entry outside the image",
                                info.name.c_str());
+    if (info.descriptor.kernargSize > kMaxKernargSegmentBytes)
+      return createStringError("kernel '%s' declares a kernarg segment of %u "
+                               "bytes, more than %u",
+                               info.name.c_str(), info.descriptor.kernargSize,
+                               unsigned(kMaxKernargSegmentBytes));
     info.kernargSegmentSize = info.descriptor.kernargSize;
     co->kernels.push_back(std::move(info));
   }
@@ -200,15 +201,10 @@ CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
 }
 
 Expected<std::unique_ptr<CodeObject>> CodeObject::fromFile(StringRef path) {
-  auto buf = MemoryBuffer::getFile(path, /*IsText=*/false,
-                                   /*RequiresNullTerminator=*/false);
+  Expected<std::string> buf = readRegularFile(path, kMaxCodeObjectBytes);
   if (!buf)
-    return createStringError(buf.getError(), "cannot read '%s': %s",
-                             path.str().c_str(),
-                             buf.getError().message().c_str());
-  auto co = fromBytes(ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>((*buf)->getBufferStart()),
-      (*buf)->getBufferSize()));
+    return buf.takeError();
+  auto co = fromBytes(arrayRefFromStringRef(*buf));
   if (!co)
     return createStringError("%s: %s", path.str().c_str(),
                              toString(co.takeError()).c_str());

@@ -14,6 +14,8 @@
 #ifndef MLA_FP8_AOT_PUBLISH_H
 #define MLA_FP8_AOT_PUBLISH_H
 
+#include "mla-fp8/CodeObject/File.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -29,9 +31,6 @@ inline constexpr llvm::StringLiteral kManifestFileName = "manifest.json";
 inline constexpr llvm::StringLiteral kManifestDigestFileName =
     "manifest.sha256";
 inline constexpr llvm::StringLiteral kHeaderFileName = "mla_fp8_kernels.h";
-
-/// The largest manifest that publishing reads back from an existing bundle.
-inline constexpr uint64_t kMaxManifestBytes = 64u << 20;
 
 /// What an output path holds before it is replaced.
 enum class OutputKind { Missing, EmptyDirectory, Bundle };
@@ -99,11 +98,6 @@ llvm::Error writeDirectoryAtomically(
     const std::vector<std::pair<std::string, std::string>> &files,
     const std::function<llvm::Error(llvm::StringRef)> &check = nullptr,
     bool force = false);
-
-/// Reads `path` if it is a regular file of at most `maxBytes` bytes; never
-/// blocks on a FIFO or device.
-llvm::Expected<std::string> readRegularFile(llvm::StringRef path,
-                                            uint64_t maxBytes);
 
 /// Writes `contents` to `path` through a uniquely named temporary file in the
 /// same directory (synced before use) and a rename, so readers never see a

@@ -12,8 +12,10 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +89,9 @@ struct KernelInfo {
   uint32_t kernargSegmentSize = 0;
   uint32_t kernargSegmentAlign = 8;
   uint32_t maxFlatWorkgroupSize = 1024;
+  /// The workgroup size the kernel was compiled for (.reqd_workgroup_size),
+  /// when the metadata gives one: a launch must use exactly this.
+  std::optional<std::array<uint32_t, 3>> reqdWorkgroupSize;
   uint32_t wavefrontSize = 64;
   uint32_t sgprCount = 0, vgprCount = 0, agprCount = 0;
   bool usesDynamicStack = false;
