@@ -9,6 +9,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
+#include <optional>
 
 using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::runtime;
@@ -51,11 +52,65 @@ EmulatorLauncher::getWorkspace(const KernelEntry &kernel) {
   return *slot;
 }
 
+/// The most bytes one emulated buffer may take: every size is checked
+/// against it before anything is allocated.
+static constexpr uint64_t kMaxEmulatorBufferBytes = uint64_t(16) << 30;
+
 /// Bytes from the first to one past the last element a (B, M, cols) view with
-/// element strides (sb, sm, 1) touches, for 2-byte elements.
-static uint64_t viewBytes(int64_t b, int64_t m, int64_t cols, int64_t sb,
-                          int64_t sm) {
-  return uint64_t((b - 1) * sb + (m - 1) * sm + cols) * 2;
+/// element strides (sb, sm, 1) touches, for 2-byte elements; nullopt when it
+/// overflows. b, m, cols >= 1 and strides >= 0.
+static std::optional<uint64_t> viewBytes(int64_t b, int64_t m, int64_t cols,
+                                         int64_t sb, int64_t sm) {
+  int64_t alongB, alongM, last, bytes;
+  if (__builtin_mul_overflow(b - 1, sb, &alongB) ||
+      __builtin_mul_overflow(m - 1, sm, &alongM) ||
+      __builtin_add_overflow(alongB, alongM, &last) ||
+      __builtin_add_overflow(last, cols, &last) ||
+      __builtin_mul_overflow(last, int64_t(2), &bytes))
+    return std::nullopt;
+  return uint64_t(bytes);
+}
+
+/// `count` elements of `elementBytes`, or nullopt when that overflows.
+static std::optional<uint64_t> bufferBytes(std::initializer_list<int64_t> dims,
+                                           uint64_t elementBytes) {
+  uint64_t bytes = elementBytes;
+  for (int64_t d : dims)
+    if (d < 0 || __builtin_mul_overflow(bytes, uint64_t(d), &bytes))
+      return std::nullopt;
+  return bytes;
+}
+
+/// Checks the launch geometry against the code object's metadata for the
+/// kernel: the manifest was checked at load, but a KernelEntry is a plain
+/// struct that a caller may have built or changed.
+static llvm::Error checkGeometry(const KernelEntry &kernel,
+                                 const emu::KernelInfo &info, int64_t m,
+                                 int64_t b) {
+  std::string reason = kernel.checkLaunch(m, b);
+  if (!reason.empty())
+    return makeError("kernel '" + kernel.symbol + "': " + reason);
+  const std::array<uint32_t, 3> &wg = kernel.workgroupSize;
+  uint64_t items = uint64_t(wg[0]) * wg[1] * wg[2];
+  if (info.reqdWorkgroupSize ? *info.reqdWorkgroupSize != wg
+                             : items > info.maxFlatWorkgroupSize)
+    return makeError(llvm::formatv(
+        "kernel '{0}': workgroup size [{1}, {2}, {3}] is not what the code "
+        "object's metadata allows ({4})",
+        kernel.symbol, wg[0], wg[1], wg[2],
+        info.reqdWorkgroupSize
+            ? llvm::formatv(
+                  "exactly [{0}, {1}, {2}]", (*info.reqdWorkgroupSize)[0],
+                  (*info.reqdWorkgroupSize)[1], (*info.reqdWorkgroupSize)[2])
+                  .str()
+            : llvm::formatv("at most {0} work-items", info.maxFlatWorkgroupSize)
+                  .str()));
+  if (kernel.kernargSize != info.kernargSegmentSize)
+    return makeError(llvm::formatv("kernel '{0}': kernarg size {1} differs "
+                                   "from the code object's {2}",
+                                   kernel.symbol, kernel.kernargSize,
+                                   info.kernargSegmentSize));
+  return llvm::Error::success();
 }
 
 llvm::Expected<emu::ExecStats>
@@ -86,11 +141,33 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   if (!emulator)
     return emulator.takeError();
 
+  llvm::Expected<const emu::KernelInfo &> info =
+      (*emulator)->getCodeObject().getKernel(kernel.symbol);
+  if (!info)
+    return info.takeError();
+  if (llvm::Error err = checkGeometry(kernel, *info, call.m, call.batch))
+    return std::move(err);
+
   int64_t b = call.batch, m = call.m, n = kernel.n, k = kernel.k;
-  uint64_t xBytes = viewBytes(b, m, k, call.xStrideB, call.xStrideM);
-  uint64_t yBytes = viewBytes(b, m, n, call.yStrideB, call.yStrideM);
-  uint64_t wBytes = uint64_t(b * n * k);
   uint64_t wsCount = kernel.wScale == "per_batch" ? uint64_t(b) : 1;
+  std::optional<uint64_t> xView =
+      viewBytes(b, m, k, call.xStrideB, call.xStrideM);
+  std::optional<uint64_t> yView =
+      viewBytes(b, m, n, call.yStrideB, call.yStrideM);
+  std::optional<uint64_t> wView = bufferBytes({b, n, k}, 1);
+  std::optional<uint64_t> biasView = bufferBytes({b, n}, 2);
+  uint64_t workspaceBytes = kernel.getWorkspaceBytes(m, b);
+  for (auto [name, bytes] :
+       {std::pair<const char *, std::optional<uint64_t>>{"x", xView},
+        {"y", yView},
+        {"w", wView},
+        {"bias", biasView},
+        {"workspace", workspaceBytes}})
+    if (!bytes || *bytes > kMaxEmulatorBufferBytes)
+      return makeError(llvm::formatv("the emulator's '{0}' buffer for B = "
+                                     "{1}, M = {2} would exceed {3} bytes",
+                                     name, b, m, kMaxEmulatorBufferBytes));
+  uint64_t xBytes = *xView, yBytes = *yView, wBytes = *wView;
 
   // Device buffers are exactly the caller's extents: any access beyond them
   // stops the emulator with the instruction and address.
@@ -113,8 +190,8 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   if (llvm::Error err = upload(yAddr, call.y, yBytes))
     return std::move(err);
   if (call.bias) {
-    biasAddr = memory.allocate("bias", uint64_t(b * n) * 2);
-    if (llvm::Error err = upload(biasAddr, call.bias, uint64_t(b * n) * 2))
+    biasAddr = memory.allocate("bias", *biasView);
+    if (llvm::Error err = upload(biasAddr, call.bias, *biasView))
       return std::move(err);
   }
 
@@ -122,7 +199,6 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   // that every launch leaves ready for the next (its counters back at 0).
   // Like a server, keep one per kernel across launches: a kernel that broke
   // the contract would make the next launch wrong, which the checks see.
-  uint64_t workspaceBytes = kernel.getWorkspaceBytes(m, b);
   uint64_t workspaceAddr = 0;
   std::unique_lock<std::mutex> workspaceLock;
   if (workspaceBytes) {
@@ -142,7 +218,7 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
     if (!arg)
       return makeError("kernel '" + kernel.symbol + "' has no argument '" +
                        std::string(name) + "'");
-    if (arg->offset + arg->size > kernargs.size() || arg->size > 8)
+    if (uint64_t(arg->offset) + arg->size > kernargs.size() || arg->size > 8)
       return makeError("argument '" + std::string(name) +
                        "' lies outside the kernarg segment");
     std::memcpy(kernargs.data() + arg->offset, &value, arg->size);

@@ -27,6 +27,13 @@ static cl::opt<std::string>
     inputFile(cl::Positional, cl::Required,
               cl::desc("<code object (.hsaco) or bundle directory>"),
               cl::cat(category));
+static cl::opt<bool> checkBundleOpt(
+    "check-bundle",
+    cl::desc("Verify the bundle directory given as input, as a server would "
+             "load it (manifest digest, code-object hashes, every manifest "
+             "field against the code objects' metadata), print one OK line "
+             "and exit; exit non-zero with the error otherwise"),
+    cl::cat(category));
 static cl::opt<std::string> chipOpt(
     "chip",
     cl::desc("Bundle mode: the chip whose kernel runs (default gfx942)"),
@@ -130,6 +137,28 @@ static void printStats(const ExecStats &s) {
                    gSeconds > 0 ? s.instructions / gSeconds / 1e6 : 0.0);
 }
 
+/// The largest buffer --arg may ask for, and all of them together: sizes are
+/// checked before anything is allocated.
+static constexpr uint64_t kMaxArgBufferBytes = uint64_t(1) << 30;
+static constexpr uint64_t kMaxArgBytesTotal = uint64_t(4) << 30;
+
+/// --check-bundle: loads the bundle with every check the loader makes.
+static int checkBundle() {
+  auto bundle = runtime::loadBundle(inputFile);
+  if (!bundle)
+    die(toString(bundle.takeError()));
+  size_t kernels = 0;
+  std::string chips;
+  for (const runtime::LoadedChip &chip : bundle->chips) {
+    kernels += chip.kernels.size();
+    chips += (chips.empty() ? "" : ", ") + chip.chip;
+  }
+  outs() << inputFile << ": OK: schema " << bundle->schemaVersion << ", "
+         << "chips " << chips << ", " << kernels << " kernels, manifest sha256 "
+         << bundle->manifestSha256 << "\n";
+  return 0;
+}
+
 /// Bundle mode: the kernel a server would pick for (chip, N, K, M) from an
 /// mla-fp8-aot bundle, launched as the manifest says, checked against the
 /// reference.
@@ -204,7 +233,15 @@ int main(int argc, char **argv) {
       "and a comparison with the reference.\nBundle mode (the input is an "
       "mla-fp8-aot bundle directory): the kernel the\nmanifest picks for "
       "--chip, --N, --K (default 512, 128) and --M, on random inputs,\n"
-      "compared with the reference.\n");
+      "compared with the reference.\nBundle check (--check-bundle DIR): "
+      "verifies a copied or downloaded bundle with every\ncheck the loader "
+      "makes and prints one OK line, or the error (exit 1).\n");
+
+  if (checkBundleOpt) {
+    if (!sys::fs::is_directory(inputFile))
+      die("--check-bundle expects a bundle directory, got '" + inputFile + "'");
+    return checkBundle();
+  }
 
   // Sizes the launch and the inputs: bounded so that buffers stay allocatable
   // and the grid fits the hardware's limits.
@@ -252,6 +289,18 @@ int main(int argc, char **argv) {
   cfg.traceWave = traceOpt;
   if (!blockOpt.empty())
     cfg.workgroupSize = parseDims(blockOpt, "block");
+  else if (kOr->reqdWorkgroupSize)
+    cfg.workgroupSize = *kOr->reqdWorkgroupSize;
+  // A kernel compiled for one workgroup size computes only part of its
+  // output with a smaller one: refuse what its metadata does not allow.
+  if (!blockOpt.empty() && kOr->reqdWorkgroupSize &&
+      cfg.workgroupSize != *kOr->reqdWorkgroupSize)
+    die(formatv("--block {0},{1},{2} differs from the workgroup size kernel "
+                "'{3}' was compiled for ({4},{5},{6}, .reqd_workgroup_size)",
+                cfg.workgroupSize[0], cfg.workgroupSize[1],
+                cfg.workgroupSize[2], kernel, (*kOr->reqdWorkgroupSize)[0],
+                (*kOr->reqdWorkgroupSize)[1], (*kOr->reqdWorkgroupSize)[2])
+            .str());
 
   if (!abiOpt.empty()) {
     auto abi = parsePrequantAbi(abiOpt);
@@ -274,14 +323,25 @@ int main(int argc, char **argv) {
     SmallVector<StringRef, 5> mt;
     Regex re("N([0-9]+)_K([0-9]+)_BM([0-9]+)_BN([0-9]+)");
     if (re.match(sys::path::filename(inputFile), &mt)) {
+      // The name is data: its numbers are bounded like the flags they
+      // stand for.
+      auto fromName = [&](StringRef digits, const char *what, int64_t max) {
+        int64_t v;
+        if (digits.getAsInteger(10, v) || v < 1 || v > max)
+          die(formatv("the file name's {0} = {1} is not in [1, {2}]; pass "
+                      "it as a flag",
+                      what, digits, max)
+                  .str());
+        return v;
+      };
       if (!p.N)
-        p.N = std::stoll(mt[1].str());
+        p.N = fromName(mt[1], "N", 65536);
       if (!p.K)
-        p.K = std::stoll(mt[2].str());
+        p.K = fromName(mt[2], "K", 65536);
       if (!tm)
-        tm = std::stoul(mt[3].str());
+        tm = unsigned(fromName(mt[3], "BM", 1024));
       if (!tn)
-        tn = std::stoul(mt[4].str());
+        tn = unsigned(fromName(mt[4], "BN", 1024));
     }
     if (!p.N || !p.K || !tm || !tn)
       die("--abi=" + abiOpt +
@@ -326,6 +386,7 @@ int main(int argc, char **argv) {
   DeviceMemory mem;
   std::vector<KernelArg> kargs;
   std::mt19937_64 rng(seedOpt);
+  uint64_t argBytes = 0;
   for (StringRef a : argsOpt) {
     SmallVector<StringRef, 4> f;
     a.split(f, ':');
@@ -338,6 +399,13 @@ int main(int argc, char **argv) {
                                     : KernelArg::i64(v));
     } else if (f[0] == "buf" && (f.size() == 3 || f.size() == 4) &&
                !f[2].getAsInteger(0, v) && v >= 0) {
+      if (uint64_t(v) > kMaxArgBufferBytes ||
+          argBytes + uint64_t(v) > kMaxArgBytesTotal)
+        die(formatv("--arg '{0}': {1} bytes is more than the emulator's "
+                    "limit of {2} per buffer and {3} in all",
+                    a, v, kMaxArgBufferBytes, kMaxArgBytesTotal)
+                .str());
+      argBytes += uint64_t(v);
       uint64_t addr = mem.allocate(f[1], uint64_t(v));
       if (f.size() == 4 && f[3] == "rand") {
         Buffer *b = mem.lookup(f[1]);

@@ -19,7 +19,22 @@
 namespace mlir::mlafp8::runtime {
 
 /// The manifest schema version this loader reads.
-inline constexpr int kSupportedManifestSchemaVersion = 1;
+inline constexpr int kSupportedManifestSchemaVersion = 2;
+
+/// Bounds the loader enforces on every manifest (docs/manifest.md, "What the
+/// loader checks"): beyond them the kernels' index arithmetic or a launch's
+/// allocations would overflow.
+inline constexpr int64_t kMaxManifestN = 65536;
+inline constexpr int64_t kMaxManifestK = 65536;
+inline constexpr int64_t kMaxManifestGroupSize = 65536;
+inline constexpr int64_t kMaxManifestM = (int64_t(1) << 31) - 1;
+inline constexpr int64_t kMaxManifestChips = 16;
+inline constexpr int64_t kMaxManifestKernelsPerChip = 4096;
+inline constexpr int64_t kMaxManifestArgs = 64;
+inline constexpr int64_t kMaxManifestKernargBytes = 4096;
+inline constexpr int64_t kMaxManifestLdsBytes = 163840;
+inline constexpr int64_t kMaxManifestScratchBytes = 1 << 20;
+inline constexpr unsigned kMaxManifestJSONDepth = 64;
 
 /// One entry of a kernel's kernarg layout.
 struct KernelArg {
@@ -30,7 +45,7 @@ struct KernelArg {
   std::string kind;
   /// For explicit arguments, the manifest's `meaning`; empty otherwise.
   std::string meaning;
-  /// The argument's short name: the part of `meaning` before ':' (e.g. "x",
+  /// The argument's name in the kernel ABI, given by its position (e.g. "x",
   /// "m", "y_stride_b"), or `kind` for hidden arguments.
   std::string name;
 
@@ -47,7 +62,7 @@ struct GridDim {
   int64_t value = 1;
 
   /// The number of workgroups for `m` tokens and `b` batches (0 when the
-  /// variable is 0).
+  /// variable is 0); never overflows.
   uint64_t evaluate(int64_t m, int64_t b) const;
 };
 
@@ -65,8 +80,8 @@ struct KernelEntry {
   bool hasBias = false;
   /// The kernel serves minM <= M <= maxM; maxM 0 means no upper bound.
   int64_t minM = 0, maxM = 0;
-  /// The tile's block_m (the grid's M divisor).
-  int64_t blockM = 0;
+  /// The tile's block_m (the grid's M divisor), block_n, waves and split_k.
+  int64_t blockM = 0, blockN = 0, waves = 0, splitK = 1;
   std::array<uint32_t, 3> workgroupSize = {0, 0, 0};
   std::array<GridDim, 3> grid;
   uint32_t kernargSize = 0, kernargAlign = 0;
@@ -86,12 +101,24 @@ struct KernelEntry {
   /// Workgroups per dimension for `m` tokens and `b` batches; y is 0 (no
   /// launch) when m is 0.
   std::array<uint64_t, 3> getGrid(int64_t m, int64_t b) const;
-  /// Workspace bytes a launch for `m` tokens and `b` batches needs.
+  /// Checks a launch for `m` tokens and `b` batches against what the kernel
+  /// can run: every grid dimension fits the dispatch packet (work-items per
+  /// dimension below 2^32), the workgroup size is the kernel's, and the
+  /// workspace size is representable. Returns the reason it cannot, or an
+  /// empty string.
+  std::string checkLaunch(int64_t m, int64_t b) const;
+  /// Workspace bytes a launch for `m` tokens and `b` batches needs;
+  /// UINT64_MAX when that does not fit in 64 bits.
   uint64_t getWorkspaceBytes(int64_t m, int64_t b) const {
     if (workspaceBytesPerBlock == 0 || m <= 0 || b <= 0 || blockM <= 0)
       return 0;
-    return uint64_t(b) * uint64_t((m + blockM - 1) / blockM) *
-           workspaceBytesPerBlock;
+    uint64_t blocks =
+        uint64_t(m) / uint64_t(blockM) + (uint64_t(m) % uint64_t(blockM) != 0);
+    uint64_t bytes;
+    if (__builtin_mul_overflow(uint64_t(b), blocks, &blocks) ||
+        __builtin_mul_overflow(blocks, workspaceBytesPerBlock, &bytes))
+      return UINT64_MAX;
+    return bytes;
   }
   /// The argument called `name` (see KernelArg::name), or null.
   const KernelArg *findArg(std::string_view name) const;
@@ -146,6 +173,8 @@ public:
   std::string directory;
   std::string compilerVersion;
   std::string model;
+  /// The SHA-256 of manifest.json, as manifest.sha256 records it.
+  std::string manifestSha256;
   int64_t maxM = 0;
   std::vector<LoadedChip> chips;
 
