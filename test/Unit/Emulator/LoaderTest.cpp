@@ -153,3 +153,18 @@ TEST(Loader, UndefinedStateIsPoisoned) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Loader, OnlyRegularFilesAreRead) {
+  // /dev/zero never ends: it used to be read until memory ran out.
+  auto zero = CodeObject::fromFile("/dev/zero");
+  ASSERT_FALSE(bool(zero));
+  EXPECT_EQ(llvm::toString(zero.takeError()),
+            "'/dev/zero' is not a regular file");
+  auto directory = CodeObject::fromFile("/");
+  ASSERT_FALSE(bool(directory));
+  EXPECT_EQ(llvm::toString(directory.takeError()), "'/' is not a regular file");
+}
+
+} // namespace

@@ -213,3 +213,30 @@ TEST(CodeObjectTest, MetadataNoteErrors) {
   EXPECT_EQ(errorOf(parseAMDGPUMetadataNote(toBlob(unnamed), result)),
             "amdhsa.kernels[0] lacks .name or .symbol");
 }
+
+TEST(CodeObjectTest, ListsDefinedSymbols) {
+  auto metadata = readCodeObjectMetadata(getCodeObject());
+  ASSERT_TRUE(bool(metadata)) << errorOf(metadata.takeError());
+  EXPECT_TRUE(metadata->definesSymbol("mfma_kernel"));
+  EXPECT_TRUE(metadata->definesSymbol("mfma_kernel.kd"));
+  EXPECT_FALSE(metadata->definesSymbol("mfma_kernel.k"));
+  ASSERT_NE(metadata->findKernel("mfma_kernel"), nullptr);
+  // The IR asks for no particular workgroup size.
+  EXPECT_FALSE(metadata->findKernel("mfma_kernel")->reqdWorkgroupSize);
+}
+
+TEST(CodeObjectTest, DeepOrOversizedNotesAreErrors) {
+  // Deep nesting and a header that claims 2^32 - 1 elements must neither
+  // exhaust the stack nor allocate what the header claims.
+  CodeObjectMetadata result;
+  EXPECT_EQ(
+      errorOf(parseAMDGPUMetadataNote(std::string(100000, '\x91'), result)),
+      "the AMDGPU metadata note nests deeper than 16 levels");
+  EXPECT_EQ(errorOf(parseAMDGPUMetadataNote(
+                StringRef("\x81\xa1k\xdf\xff\xff\xff\xff", 8), result)),
+            "the AMDGPU metadata note is truncated");
+  // A map key that is a map (msgpack::Document traps on it).
+  EXPECT_EQ(
+      errorOf(parseAMDGPUMetadataNote(StringRef("\x81\x80\x01", 3), result)),
+      "the AMDGPU metadata note has a map key that is not a scalar");
+}
