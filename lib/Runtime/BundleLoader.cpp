@@ -59,13 +59,9 @@ std::string KernelEntry::checkLaunch(int64_t m, int64_t b) const {
              " workgroups of " + std::to_string(workgroupSize[i]) +
              " work-items does not fit in 32 bits";
   }
-  if (workspaceBytesPerBlock && blockM > 0) {
-    uint64_t blocks = uint64_t(b) * dims[1];
-    if (blocks != 0 && workspaceBytesPerBlock >
-                           std::numeric_limits<uint64_t>::max() / 2 / blocks)
-      return "the split-K workspace for M = " + std::to_string(m) +
-             ", B = " + std::to_string(b) + " does not fit in 64 bits";
-  }
+  if (getWorkspaceBytes(m, b) == std::numeric_limits<uint64_t>::max())
+    return "the split-K workspace for M = " + std::to_string(m) +
+           ", B = " + std::to_string(b) + " does not fit in 64 bits";
   return "";
 }
 

@@ -102,10 +102,9 @@ struct KernelEntry {
   /// launch) when m is 0.
   std::array<uint64_t, 3> getGrid(int64_t m, int64_t b) const;
   /// Checks a launch for `m` tokens and `b` batches against what the kernel
-  /// can run: every grid dimension fits the dispatch packet (work-items per
-  /// dimension below 2^32), the workgroup size is the kernel's, and the
-  /// workspace size is representable. Returns the reason it cannot, or an
-  /// empty string.
+  /// can run: M within kMaxManifestM, every grid dimension fits the dispatch
+  /// packet (work-items per dimension below 2^32), and the workspace size is
+  /// representable. Returns the reason it cannot, or an empty string.
   std::string checkLaunch(int64_t m, int64_t b) const;
   /// Workspace bytes a launch for `m` tokens and `b` batches needs;
   /// UINT64_MAX when that does not fit in 64 bits.
