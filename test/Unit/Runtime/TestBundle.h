@@ -46,6 +46,9 @@ inline const TestBundleFiles &getTestBundleFiles() {
   static const TestBundleFiles files = [] {
     TestBundleFiles result;
     BundleOptions options;
+    // CTest runs each test in its own process: the compilation cache in the
+    // build tree compiles the kernels once for all of them.
+    options.cacheDir = MLAFP8_TEST_BUNDLE_CACHE;
     KernelSetOptions &ks = options.kernels;
     ks.model = "custom";
     ks.dims = {/*heads=*/2, /*kvLoraRank=*/64, /*qkNopeHeadDim=*/32,
