@@ -619,7 +619,9 @@ static void checkKernelMetadata(ManifestReader &r, const std::string &path,
   }
 }
 
-/// Two entries of one chip that a lookup could both pick for some M.
+/// Two entries of one chip and projection that a lookup could both pick for
+/// some M. (Entries of two projections of the same shape compute the same
+/// thing, so either may serve a lookup.)
 static void checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
                           const std::vector<KernelEntry> &kernels) {
   for (size_t i = 0; i < kernels.size(); ++i)
@@ -628,7 +630,7 @@ static void checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
       if (a.n != b.n || a.k != b.k || a.groupSize != b.groupSize ||
           a.inType != b.inType || a.outType != b.outType ||
           a.wScale != b.wScale || a.hasBias != b.hasBias ||
-          a.symbol == b.symbol)
+          a.projection != b.projection || a.symbol == b.symbol)
         continue;
       int64_t aMax = a.maxM ? a.maxM : kMaxManifestM;
       int64_t bMax = b.maxM ? b.maxM : kMaxManifestM;
