@@ -16,6 +16,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <optional>
 #include <random>
 
 using namespace llvm;
@@ -287,19 +288,34 @@ int main(int argc, char **argv) {
   cfg.maxStepsPerWave = maxStepsOpt;
   cfg.preloadKernargs = !noPreload;
   cfg.traceWave = traceOpt;
+  // The workgroup size the kernel was compiled for: .reqd_workgroup_size, or
+  // else a .max_flat_workgroup_size its compiler set below LLVM's default of
+  // 1024 (Triton sets it to num_warps * 64). A kernel run with fewer
+  // work-items computes only part of its output, so a smaller --block is
+  // refused rather than returning partial results.
+  constexpr uint32_t kDefaultMaxFlatWorkgroupSize = 1024;
+  std::optional<std::array<uint32_t, 3>> compiledFor = kOr->reqdWorkgroupSize;
+  if (!compiledFor && kOr->maxFlatWorkgroupSize < kDefaultMaxFlatWorkgroupSize)
+    compiledFor = {kOr->maxFlatWorkgroupSize, 1, 1};
   if (!blockOpt.empty())
     cfg.workgroupSize = parseDims(blockOpt, "block");
-  else if (kOr->reqdWorkgroupSize)
-    cfg.workgroupSize = *kOr->reqdWorkgroupSize;
-  // A kernel compiled for one workgroup size computes only part of its
-  // output with a smaller one: refuse what its metadata does not allow.
+  else if (compiledFor)
+    cfg.workgroupSize = *compiledFor;
   if (!blockOpt.empty() && kOr->reqdWorkgroupSize &&
       cfg.workgroupSize != *kOr->reqdWorkgroupSize)
     die(formatv("--block {0},{1},{2} differs from the workgroup size kernel "
                 "'{3}' was compiled for ({4},{5},{6}, .reqd_workgroup_size)",
                 cfg.workgroupSize[0], cfg.workgroupSize[1],
-                cfg.workgroupSize[2], kernel, (*kOr->reqdWorkgroupSize)[0],
-                (*kOr->reqdWorkgroupSize)[1], (*kOr->reqdWorkgroupSize)[2])
+                cfg.workgroupSize[2], kernel, (*compiledFor)[0],
+                (*compiledFor)[1], (*compiledFor)[2])
+            .str());
+  uint64_t blockItems = uint64_t(cfg.workgroupSize[0]) * cfg.workgroupSize[1] *
+                        cfg.workgroupSize[2];
+  if (!blockOpt.empty() && compiledFor && blockItems < (*compiledFor)[0])
+    die(formatv("--block {0},{1},{2} has fewer work-items than kernel '{3}' "
+                "was compiled for ({4}, .max_flat_workgroup_size)",
+                cfg.workgroupSize[0], cfg.workgroupSize[1],
+                cfg.workgroupSize[2], kernel, (*compiledFor)[0])
             .str());
 
   if (!abiOpt.empty()) {
@@ -347,7 +363,7 @@ int main(int argc, char **argv) {
       die("--abi=" + abiOpt +
           " needs --N, --K, --tile-m and --tile-n (not derivable from the "
           "file name)");
-    if (blockOpt.empty())
+    if (blockOpt.empty() && !compiledFor)
       cfg.workgroupSize = {kOr->maxFlatWorkgroupSize, 1, 1};
     auto start = std::chrono::steady_clock::now();
     auto res = runPrequantBmm(emu, kernel, *abi, p, tm, tn, cfg);
