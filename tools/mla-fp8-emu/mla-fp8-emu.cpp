@@ -51,7 +51,10 @@ static cl::opt<std::string>
     gridOpt("grid", cl::desc("Grid size in workgroups: x[,y[,z]]"),
             cl::cat(category));
 static cl::opt<std::string>
-    blockOpt("block", cl::desc("Workgroup size in work-items: x[,y[,z]]"),
+    blockOpt("block",
+             cl::desc("Workgroup size in work-items: x[,y[,z]] (default: "
+                      "the size the kernel's metadata says it was compiled "
+                      "for, else 64; a smaller one is refused)"),
              cl::cat(category));
 static cl::opt<unsigned> ldsOpt("lds", cl::desc("Dynamic LDS bytes"),
                                 cl::init(0), cl::cat(category));
