@@ -3,6 +3,7 @@
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Emulator/PrequantBmmRunner.h"
 #include "mla-fp8/Runtime/Bundle.h"
+#include "mla-fp8/Runtime/Limits.h"
 #include "mla-fp8/Runtime/Verify.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -212,6 +213,8 @@ static int runBundle() {
          << ", workgroup " << kernel->workgroupSize[0] << "\n";
   outs() << format("vs f64 reference: max abs error %.3g, max %.3g ulp (%s)\n",
                    result.maxAbsError, result.maxUlp, kernel->outType.c_str());
+  if (!result.note.empty())
+    outs() << result.note << "\n";
   if (!result.error.empty())
     die(kernel->symbol + ": " + result.error);
   printStats(result.stats);
@@ -249,17 +252,21 @@ int main(int argc, char **argv) {
 
   // Sizes the launch and the inputs: bounded so that buffers stay allocatable
   // and the grid fits the hardware's limits.
-  if (bOpt < 1 || bOpt > 65535)
-    die("-B must be between 1 and 65535, got " + Twine(bOpt.getValue()));
-  if (mOpt < 0 || mOpt > (1 << 20))
-    die("-M must be between 0 and 1048576, got " + Twine(mOpt.getValue()));
+  if (bOpt < 1 || bOpt > runtime::kEmulatorMaxBatch)
+    die(formatv("-B must be between 1 and {0}, got {1}",
+                runtime::kEmulatorMaxBatch, bOpt.getValue())
+            .str());
+  if (mOpt < 0 || mOpt > runtime::kEmulatorMaxM)
+    die(formatv("-M must be between 0 and {0}, got {1}", runtime::kEmulatorMaxM,
+                mOpt.getValue())
+            .str());
   for (auto *dim : {&nOpt, &kOpt})
-    if (*dim < 0 || *dim > 65536)
-      die("-" + dim->ArgStr + " must be between 1 and 65536, got " +
-          Twine(dim->getValue()));
-  if (int64_t(bOpt) * std::max<int64_t>(mOpt, 1) *
-          std::max<int64_t>({nOpt, kOpt, 512}) >
-      (int64_t(1) << 32))
+    if (*dim < 0 || *dim > runtime::kEmulatorMaxDim)
+      die(formatv("-{0} must be between 1 and {1}, got {2}", dim->ArgStr,
+                  runtime::kEmulatorMaxDim, dim->getValue())
+              .str());
+  if (runtime::getEmulatorElements(bOpt, mOpt, nOpt, kOpt) >
+      runtime::kEmulatorMaxElements)
     die("-B, -M, -N and -K describe more than 2^32 elements; emulate a "
         "smaller problem");
 
@@ -354,9 +361,9 @@ int main(int argc, char **argv) {
         return v;
       };
       if (!p.N)
-        p.N = fromName(mt[1], "N", 65536);
+        p.N = fromName(mt[1], "N", runtime::kEmulatorMaxDim);
       if (!p.K)
-        p.K = fromName(mt[2], "K", 65536);
+        p.K = fromName(mt[2], "K", runtime::kEmulatorMaxDim);
       if (!tm)
         tm = unsigned(fromName(mt[3], "BM", 1024));
       if (!tn)
