@@ -76,6 +76,7 @@ capi::GenerateResult capi::generateBundle(const GenerateOptions &o) {
   BundleOptions options;
   options.kernels = std::move(*kernels);
   options.outputDir = o.outputDir;
+  options.force = o.force;
   options.cacheDir = o.cacheDir;
   options.jobs = o.jobs;
   // As mla-fp8-aot does: a damaged cache entry or an unwritable cache is a

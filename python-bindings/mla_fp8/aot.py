@@ -39,13 +39,15 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
                     kv_lora_rank=0, qk_nope_head_dim=0, v_head_dim=0,
                     tp=(), max_m=1024, chips=(), weight_scale="per_tensor",
                     out_type="bf16", group_size=128, bias=False,
-                    cache_dir=None, jobs=0):
+                    cache_dir=None, jobs=0, force=False):
     """Writes a bundle directory as `mla-fp8-aot -o output_dir` does.
 
     Dimension arguments of 0 keep the preset's; empty `tp` and `chips` mean
     the tool's defaults (TP 1, 2, 4, 8; gfx942 and gfx950). `bias` also
     generates the kernels that add a (B, N) bias. `cache_dir` None disables
-    the cache.
+    the cache. `output_dir` may be missing, empty or an mla-fp8 bundle;
+    `force` also replaces a bundle that holds other files (deleting them),
+    never a directory that is not a bundle.
 
     Returns:
       dict: chips (chip, symbols, code_object_bytes, sha256, from_cache),
@@ -69,6 +71,7 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
         "bias": bool(bias),
         "cache_dir": "" if cache_dir is None else os.fspath(cache_dir),
         "jobs": check_int(jobs, "jobs", minimum=0, maximum=(1 << 32) - 1),
+        "force": bool(force),
     }
     return _mla_fp8.generate_bundle(options)
 

@@ -475,6 +475,7 @@ PYBIND11_MODULE(_mla_fp8, m) {
     options.groupSize = o["group_size"].cast<int64_t>();
     options.bias = o["bias"].cast<bool>();
     options.outputDir = o["output_dir"].cast<std::string>();
+    options.force = o["force"].cast<bool>();
     options.cacheDir = o["cache_dir"].cast<std::string>();
     options.jobs = o["jobs"].cast<unsigned>();
     capi::GenerateResult r;

@@ -25,6 +25,24 @@ def test_refuses_a_directory_that_is_not_a_bundle(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["home"]
 
 
+def test_force_replaces_a_bundle_with_extra_files_only(tmp_path):
+    out = tmp_path / "b"
+    mla_fp8.generate_bundle(out, **SMALL)
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="notes.txt"):
+        mla_fp8.generate_bundle(out, **SMALL)
+    assert (out / "notes.txt").exists()
+    mla_fp8.generate_bundle(out, force=True, **SMALL)
+    assert not (out / "notes.txt").exists()
+    assert (out / "manifest.sha256").exists()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "sentinel").write_text("precious")
+    with pytest.raises(ValueError, match="is not an mla-fp8 bundle"):
+        mla_fp8.generate_bundle(home, force=True, **SMALL)
+    assert (home / "sentinel").read_text() == "precious"
+
+
 def test_relative_output_is_under_the_current_directory(tmp_path,
                                                         monkeypatch):
     monkeypatch.chdir(tmp_path)

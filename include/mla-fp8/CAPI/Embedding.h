@@ -84,6 +84,9 @@ struct GenerateOptions {
   /// Also generate the kernels that add a (B, N) bias.
   bool bias = false;
   std::string outputDir;
+  /// Replace an mla-fp8 bundle in outputDir even if it holds other files
+  /// (they are deleted); a directory that is not a bundle is never replaced.
+  bool force = false;
   /// Empty disables the cache.
   std::string cacheDir;
   unsigned jobs = 0;
