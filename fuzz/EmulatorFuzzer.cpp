@@ -30,7 +30,9 @@ Outcome runInput(llvm::ArrayRef<uint8_t> data) {
   uint8_t header[6] = {0, 63, 0, 0, 63, 0};
   for (size_t i = 0; i < std::size(header) && i < data.size(); ++i)
     header[i] = data[i];
-  llvm::ArrayRef<uint8_t> code = data.drop_front(std::size(header));
+  llvm::ArrayRef<uint8_t> code = data.size() > std::size(header)
+                                     ? data.drop_front(std::size(header))
+                                     : llvm::ArrayRef<uint8_t>();
 
   Chip chip = header[0] & 1 ? Chip::GFX950 : Chip::GFX942;
   KernelDescriptor kd;
