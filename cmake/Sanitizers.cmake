@@ -5,7 +5,11 @@
 # libLLVM.so and libMLIR.so stay uninstrumented: ASan still sees their heap
 # (it replaces malloc and operator new process-wide) but not their stack or
 # globals. vptr checks need the RTTI of every class they meet, which LLVM's
-# classes do not all have, so they are off.
+# classes do not all have, so they are off. Run with
+# ASAN_OPTIONS=allow_user_poisoning=0:use_sigaltstack=0 (build.sh and
+# bench/fuzz.sh do): the poisoning that LLVM's headers compile into our code
+# does not match the uninstrumented allocations it meets, and LLVM installs
+# its own alternate signal stacks in the threads it starts.
 
 option(MLAFP8_SANITIZE "Build with -fsanitize=address,undefined (clang)" OFF)
 option(MLAFP8_FUZZ
