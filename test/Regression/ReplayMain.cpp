@@ -18,7 +18,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../../fuzz/Harness.h"
+#include "Harness.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
