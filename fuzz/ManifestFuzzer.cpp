@@ -1,12 +1,13 @@
 //===- ManifestFuzzer.cpp - the bundle loader on manifest text ------------===//
 //
-// Input: the text of a manifest.json. The code objects it names are read from
-// the bundle directory that MLAFP8_FUZZ_BUNDLE names (bench/fuzz.sh and the
-// regression tests generate one with mla-fp8-aot). The text may write
-// @SHA256(<file>)@ and @BYTES(<file>)@ for the digest and the size of a file
-// of that directory: mutations then reach the checks behind the code-object
-// hash instead of stopping at it. A bundle that loads is then queried as a
-// launcher queries it: kernel lookup, grid and workspace for a few M and B.
+// Input: the text of a manifest.json. The code objects it names come from the
+// bundle directory that MLAFP8_FUZZ_BUNDLE names (bench/fuzz.sh and the
+// regression tests generate one with mla-fp8-aot), copied once into a private
+// directory where each input's own digest is written as manifest.sha256. The
+// text may write @SHA256(<file>)@ and @BYTES(<file>)@ for the digest and the
+// size of a file of the bundle: mutations then reach the checks behind the
+// digests instead of stopping at them. A bundle that loads is then queried as
+// a launcher queries it: kernel lookup, grid and workspace for a few M and B.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 #include "mla-fp8/Runtime/Bundle.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
@@ -46,6 +48,57 @@ static const std::string &getBundleDir() {
   }();
   return dir;
 }
+
+namespace {
+/// A private copy of the bundle's files but its manifest and digest, removed
+/// at exit.
+class WorkDir {
+public:
+  WorkDir() {
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("mlafp8-fuzz-bundle", path))
+      fatal("cannot create a directory: " + ec.message());
+    std::error_code ec;
+    for (llvm::sys::fs::directory_iterator it(getBundleDir(), ec), end;
+         it != end && !ec; it.increment(ec)) {
+      llvm::StringRef name = llvm::sys::path::filename(it->path());
+      if (name == "manifest.json" || name == "manifest.sha256" ||
+          it->type() != llvm::sys::fs::file_type::regular_file)
+        continue;
+      llvm::SmallString<256> to(path);
+      llvm::sys::path::append(to, name);
+      if (std::error_code copyError = llvm::sys::fs::copy_file(it->path(), to))
+        fatal("cannot copy " + it->path() + ": " + copyError.message());
+    }
+    if (ec)
+      fatal("cannot list " + getBundleDir() + ": " + ec.message());
+  }
+  ~WorkDir() { llvm::sys::fs::remove_directories(path); }
+
+  /// Writes the digest file of `manifest`, as mla-fp8-aot writes it.
+  void writeDigest(llvm::StringRef manifest) const {
+    llvm::SmallString<256> file(path);
+    llvm::sys::path::append(file, "manifest.sha256");
+    std::error_code ec;
+    llvm::raw_fd_ostream os(file, ec);
+    if (ec)
+      fatal("cannot write " + file.str().str() + ": " + ec.message());
+    os << llvm::toHex(llvm::SHA256::hash(llvm::arrayRefFromStringRef(manifest)),
+                      /*LowerCase=*/true)
+       << "  manifest.json\n";
+  }
+
+  llvm::StringRef getPath() const { return path; }
+
+private:
+  [[noreturn]] static void fatal(const std::string &message) {
+    llvm::errs() << "manifest harness: " << message << "\n";
+    std::exit(2);
+  }
+
+  llvm::SmallString<128> path;
+};
+} // namespace
 
 /// Facts of `name` in the bundle directory, or null when it is not a plain
 /// file name there.
@@ -131,9 +184,11 @@ namespace mlir::mlafp8::fuzz {
 const char *getHarnessName() { return "manifest"; }
 
 Outcome runInput(llvm::ArrayRef<uint8_t> data) {
+  static const WorkDir workDir;
   std::string text = expandTokens(llvm::toStringRef(data));
+  workDir.writeDigest(text);
   llvm::Expected<LoadedBundle> bundle =
-      loadBundleFromManifest(getBundleDir(), text, "manifest.json");
+      loadBundleFromManifest(workDir.getPath(), text, "manifest.json");
   if (!bundle)
     return Outcome::reject(llvm::toString(bundle.takeError()));
   queryKernels(*bundle);
