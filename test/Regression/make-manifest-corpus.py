@@ -83,7 +83,7 @@ MUTATIONS = {
     "workspace-huge": (setter(["workspace_bytes_per_block"], 10**15),
                        "workspace_bytes_per_block"),
     "lds-bytes-mismatch": (setter(["lds_bytes"], 0), "lds_bytes"),
-    "symbol-other-projection": (other_projection_symbol, ""),
+    "symbol-other-projection": (other_projection_symbol, "symbol"),
     "symbol-missing": (missing_symbol, "symbol"),
     "arg-moved": (moved_arg, "args"),
     "code-object-outside": (
