@@ -46,13 +46,12 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}
 
 # A real bundle: the manifest harness reads its code object, and its files
 # seed the manifest, code-object and emulator harnesses.
+# Made afresh each run (seconds), so that it matches the code under test.
 bundle=$WORK/bundle
-if [ ! -f "$bundle/manifest.json" ]; then
-  rm -rf "$bundle"
-  mkdir -p "$WORK"
-  "$BUILD/bin/mla-fp8-aot" --chips=gfx942 --tp=8 \
-    --max-m=16 --no-cache --quiet --jobs=1 -o "$bundle"
-fi
+rm -rf "$bundle"
+mkdir -p "$WORK"
+"$BUILD/bin/mla-fp8-aot" --chips=gfx942 --tp=8 --max-m=16 --no-cache \
+  --quiet --jobs=1 -o "$bundle"
 export MLAFP8_FUZZ_BUNDLE=$bundle
 
 seeds=$WORK/seeds
