@@ -94,10 +94,73 @@ run_checks() {
   return $status
 }
 
+# The same code under AddressSanitizer + UndefinedBehaviorSanitizer (clang-22,
+# its own build directory, SANITIZE_BUILD_DIR, default build-asan): the unit
+# tests and the regression corpus (test/Regression) through CTest. Prints its
+# own closing line; MLAFP8_SANITIZER_CHECKS=0 skips it.
+# Left out to fit the CI budget: the tests that emulate whole kernel sets many
+# times over (the emulator's instructions, the loader, the readers and the
+# reference keep their own tests here, and three small whole kernels stay),
+# and the install test, which builds a consumer with gcc.
+SANITIZER_TESTS_EXCLUDE=${SANITIZER_TESTS_EXCLUDE:-'^(mla-fp8-install|AOT/DefaultSet\.|Options\.|ServingLayouts\.|Verify\.|KernelEmulator\.([^PS]|Split|Strided|PerBatch))'}
+
+run_sanitizer_checks() {
+  if [ "${MLAFP8_SANITIZER_CHECKS:-1}" = 0 ]; then
+    echo "mla-fp8 sanitizers: skipped (MLAFP8_SANITIZER_CHECKS=0)"
+    return 0
+  fi
+  local PACKAGES=(clang-22 libclang-rt-22-dev)
+  install_deps
+  local dir=${SANITIZE_BUILD_DIR:-$ROOT/build-asan} log status=0 passed failed
+  log=$dir/check-logs
+  echo "== ASan + UBSan ($dir)"
+  if [ ! -f "$dir/build.ninja" ]; then
+    cmake -G Ninja -S "$ROOT" -B "$dir" \
+      -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+      -DMLAFP8_SANITIZE=ON \
+      -DMLIR_DIR=$LLVM_PREFIX/lib/cmake/mlir \
+      -DLLD_DIR=$LLVM_PREFIX/lib/cmake/lld \
+      -DLLVM_EXTERNAL_LIT=$LLVM_PREFIX/bin/lit \
+      -DPython3_EXECUTABLE=/usr/bin/python3 >/dev/null
+  fi
+  mkdir -p "$log"
+  local start=$SECONDS
+  if ! ninja -C "$dir" -j "$JOBS" all mla-fp8-unittests >"$log/build.txt" 2>&1; then
+    tail -30 "$log/build.txt"
+    echo "mla-fp8 sanitizers (ASan+UBSan): build FAILED, see $log/build.txt"
+    return 1
+  fi
+  tail -1 "$log/build.txt"
+  # libLLVM and libMLIR are not instrumented: the poisoning that LLVM's headers
+  # compile into our code would flag their allocations, and LLVM installs its
+  # own alternate signal stacks in the threads it starts.
+  (cd "$dir" && ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allow_user_poisoning=0:use_sigaltstack=0} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+    ctest --output-on-failure -j "$JOBS" -E "$SANITIZER_TESTS_EXCLUDE") >"$log/ctest.txt" 2>&1 || true
+  # The summary and the failed tests; their output is in the log.
+  sed -n '/tests passed/,$p' "$log/ctest.txt"
+  passed=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\2-\1/p' "$log/ctest.txt" | tail -1)
+  failed=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of.*/\1/p' "$log/ctest.txt" | tail -1)
+  if [ -z "$passed" ]; then
+    passed=0 failed=1
+  else
+    passed=$((passed))
+  fi
+  [ "$failed" -eq 0 ] || status=1
+  echo "mla-fp8 sanitizers (ASan+UBSan): $passed passed, $failed failed in $((SECONDS - start)) s (log: $log/ctest.txt)"
+  return $status
+}
+
 cmd=${1:-run}
 case "$cmd" in
   run) install_deps; configure_and_build; run_main ;;
-  check) install_deps; configure_and_build; run_checks ;;
+  check)
+    install_deps; configure_and_build
+    status=0
+    run_checks || status=1
+    run_sanitizer_checks || status=1
+    exit $status ;;
   build) install_deps; configure_and_build ;;
   *) echo "usage: $0 [run|check|build]" >&2; exit 2 ;;
 esac
