@@ -28,9 +28,6 @@ if(MLAFP8_SANITIZE)
     -fno-sanitize-recover=undefined -fno-sanitize=vptr
     -fno-omit-frame-pointer -gline-tables-only)
   add_link_options(-fsanitize=address,undefined)
-  # gcc accepts a narrowing conversion in a braced list with a warning, clang
-  # refuses it (lib/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.cpp getGridSize).
-  add_compile_options(-Wno-c++11-narrowing)
 endif()
 
 if(MLAFP8_FUZZ)

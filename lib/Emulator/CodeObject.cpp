@@ -5,6 +5,7 @@
 #include "mla-fp8/CodeObject/File.h"
 #include "mla-fp8/CodeObject/Metadata.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Support/Endian.h"
@@ -139,34 +140,51 @@ CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
               co->image.begin() + ph.p_vaddr);
   }
 
-  // Kernels: every "<name>.kd" symbol.
-  for (const object::ELFSymbolRef &sym : fileOr->symbols()) {
-    Expected<StringRef> name = sym.getName();
-    Expected<uint64_t> addr = sym.getAddress();
-    if (!name || !addr) {
-      consumeError(name.takeError());
-      consumeError(addr.takeError());
+  // Kernels: every "<name>.kd" symbol. Walked through ELFFile, which checks
+  // each symbol table's entry size and extent against the file: a damaged
+  // table is an error, never a walk over billions of phantom entries.
+  auto sections = elf.sections();
+  if (!sections)
+    return sections.takeError();
+  std::vector<std::pair<StringRef, uint64_t>> descriptors;
+  for (const auto &section : *sections) {
+    if (section.sh_type != ELF::SHT_SYMTAB &&
+        section.sh_type != ELF::SHT_DYNSYM)
       continue;
+    auto symbols = elf.symbols(&section);
+    if (!symbols)
+      return symbols.takeError();
+    auto names = elf.getStringTableForSymtab(section, *sections);
+    if (!names)
+      return names.takeError();
+    for (const auto &symbol : *symbols) {
+      if (symbol.st_shndx == ELF::SHN_UNDEF)
+        continue;
+      Expected<StringRef> name = symbol.getName(*names);
+      if (!name)
+        return name.takeError();
+      if (name->ends_with(".kd"))
+        descriptors.emplace_back(*name, symbol.st_value);
     }
-    if (!name->ends_with(".kd"))
-      continue;
+  }
+  llvm::StringSet<> seen;
+  for (const auto &[kdName, addr] : descriptors) {
     KernelInfo info;
-    info.name = name->drop_back(3).str();
-    if (llvm::any_of(co->kernels,
-                     [&](const KernelInfo &k) { return k.name == info.name; }))
+    info.name = kdName.drop_back(3).str();
+    if (!seen.insert(info.name).second)
       continue;
-    if (*addr > co->image.size() || co->image.size() - *addr < 64)
+    if (addr > co->image.size() || co->image.size() - addr < 64)
       return createStringError("kernel descriptor '%s' outside the image",
-                               name->str().c_str());
-    info.descriptorAddress = *addr;
+                               kdName.str().c_str());
+    info.descriptorAddress = addr;
     info.descriptor =
-        KernelDescriptor::decode(ArrayRef<uint8_t>(co->image).slice(*addr, 64));
+        KernelDescriptor::decode(ArrayRef<uint8_t>(co->image).slice(addr, 64));
     int64_t entryOffset = info.descriptor.kernelCodeEntryByteOffset;
-    if (entryOffset < -int64_t(*addr) ||
-        (entryOffset > 0 && uint64_t(entryOffset) >= co->image.size() - *addr))
+    if (entryOffset < -int64_t(addr) ||
+        (entryOffset > 0 && uint64_t(entryOffset) >= co->image.size() - addr))
       return createStringError("kernel '%s' entry outside the image",
                                info.name.c_str());
-    info.entryAddress = *addr + entryOffset;
+    info.entryAddress = addr + entryOffset;
     if (info.entryAddress >= co->image.size())
       return createStringError("kernel '%s' entry outside the image",
                                info.name.c_str());

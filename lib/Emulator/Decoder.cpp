@@ -16,6 +16,8 @@
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <array>
+
 extern "C" void LLVMInitializeAMDGPUTargetInfo();
 extern "C" void LLVMInitializeAMDGPUTargetMC();
 extern "C" void LLVMInitializeAMDGPUDisassembler();
@@ -88,17 +90,25 @@ static Error disassembleOne(MCState &mc, ArrayRef<uint8_t> image, uint64_t pc,
   if (pc >= image.size() || pc % 4)
     return createStringError("program counter 0x%llx outside the code",
                              (unsigned long long)pc);
+  // The disassembler gets a zero-padded window: LLVM 22's AMDGPU decoder can
+  // read past a short buffer (a literal constant after the last word), so it
+  // never sees one; an instruction that would end past the code is an error.
+  std::array<uint8_t, 32> window{};
+  size_t avail = std::min<size_t>(16, image.size() - pc);
+  std::copy_n(image.begin() + pc, avail, window.begin());
+  uint32_t word = uint32_t(window[0]) | uint32_t(window[1]) << 8 |
+                  uint32_t(window[2]) << 16 | uint32_t(window[3]) << 24;
   MCInst mi;
-  ArrayRef<uint8_t> bytes =
-      image.slice(pc, std::min<size_t>(16, image.size() - pc));
-  auto status = mc.disasm->getInstruction(mi, size, bytes, pc, nulls());
+  auto status = mc.disasm->getInstruction(
+      mi, size, ArrayRef<uint8_t>(window.data(), 16), pc, nulls());
   if (status != MCDisassembler::Success)
     return createStringError("cannot decode the instruction at 0x%llx "
                              "(word 0x%08x)",
-                             (unsigned long long)pc,
-                             unsigned(bytes[0] | bytes[1] << 8 |
-                                      bytes[2] << 16 |
-                                      uint32_t(bytes[3]) << 24));
+                             (unsigned long long)pc, unsigned(word));
+  if (size > avail)
+    return createStringError("the instruction at 0x%llx (word 0x%08x) runs "
+                             "past the end of the code",
+                             (unsigned long long)pc, unsigned(word));
   raw_string_ostream os(text);
   mc.printer->printInst(&mi, pc, "", *mc.sti, os);
   opcodeName = mc.mii->getName(mi.getOpcode()).str();

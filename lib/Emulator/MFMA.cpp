@@ -74,7 +74,8 @@ Elem splitElem(double v, int minExp) {
 /// floor(v * 2^sh) for a signed integer, any shift.
 inline int64_t shiftFloor(int64_t v, int sh) {
   if (sh >= 0)
-    return sh >= 40 ? 0 : v << sh; // callers never need larger left shifts
+    // Shifted as unsigned: a left shift of a negative value is undefined.
+    return sh >= 40 ? 0 : int64_t(uint64_t(v) << sh); // never needed larger
   if (sh <= -63)
     return v < 0 ? -1 : 0;
   return v >> -sh; // arithmetic: floor
@@ -83,7 +84,7 @@ inline int64_t shiftFloor(int64_t v, int sh) {
 /// trunc(v * 2^sh) (toward zero).
 inline int64_t shiftTrunc(int64_t v, int sh) {
   if (sh >= 0)
-    return v << sh;
+    return int64_t(uint64_t(v) << sh);
   if (sh <= -63)
     return 0;
   return v < 0 ? -((-v) >> -sh) : v >> -sh;
@@ -197,7 +198,7 @@ float cdna3Chunk(const Elem *a, const Elem *b, unsigned n, float c, bool fp8,
     return 0.0f;
   int64_t total = s ? shiftFloor(s, 7 + e - maxE) : 0;
   if (mc && (!fp8 || ec >= maxE - 25))
-    total += shiftFloor(mc, 1 + ec - maxE) << 7;
+    total += shiftFloor(mc, 1 + ec - maxE) * 128;
   return float(std::ldexp(double(total), maxE - 31));
 }
 

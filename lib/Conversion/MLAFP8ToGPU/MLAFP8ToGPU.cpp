@@ -72,8 +72,8 @@ ArrayRef<KernelArgument> mlir::mlafp8::getKernelArguments() {
 std::array<int64_t, 3> mlir::mlafp8::getGridSize(const TileConfig &tile,
                                                  int64_t n, int64_t m,
                                                  int64_t batch) {
-  return {llvm::divideCeil(n, tile.blockN) * tile.splitK,
-          llvm::divideCeil(m, tile.blockM), batch};
+  return {static_cast<int64_t>(llvm::divideCeil(n, tile.blockN)) * tile.splitK,
+          static_cast<int64_t>(llvm::divideCeil(m, tile.blockM)), batch};
 }
 
 int64_t mlir::mlafp8::getWorkspaceBytesPerBlock(const TileConfig &tile,
