@@ -550,6 +550,7 @@ IR_BATCH = 16
 
 
 def ir_has_unlowered_ops(text):
+    text = re.sub(r"//.*", "", text)
     return re.search(r"\bmlafp8\.(group_quant|scaled_bmm|prequant_bmm)\b",
                      text) is not None
 
@@ -1870,8 +1871,20 @@ def bundle_campaign(ctx, name):
             k = kernels[index]
             m = max(k["min_m"], rng.randint(1, 4))
             calls.append((k["projection"], m, 2, bool(k["has_bias"])))
-        calls.append((rng.choice(list(SHAPES)), rng.randint(1, 4), 2,
-                      rng.random() < 0.5))
+            # The call the mutated entry now claims to serve, if another.
+            try:
+                mk = json.loads(case["manifest"])["chips"][0]["kernels"][index]
+                claim = (mk["projection"] if mk["projection"] in SHAPES
+                         else k["projection"], m, 2,
+                         mk["has_bias"] if isinstance(mk["has_bias"], bool)
+                         else bool(k["has_bias"]))
+                if claim != calls[0]:
+                    calls.append(claim)
+            except (ValueError, KeyError, IndexError, TypeError):
+                pass
+        if len(calls) < 2:
+            calls.append((rng.choice(list(SHAPES)), rng.randint(1, 4), 2,
+                          rng.random() < 0.5))
         case["calls"] = calls
         cases.append((i, case))
     # Trusted results: the unmutated bundle.
@@ -2214,21 +2227,18 @@ def pyargs_api(spec):
                          "workspace-huge", "find-huge-m", "find-bad",
                          "gen-equal-dims", "gen-full-disk", "gen-sentinel",
                          "gen-huge"])
-    if choice == "grid-2^40":
-        grid = kernel.grid(2**40, 2)
-        if all(0 < g < 2**32 for g in grid):
+    # A grid is either refused or exact: y = ceil(M / block_m), z = B.
+    sizes = {"grid-2^40": (2**40, 2), "grid-2^32": (2**36, 2**33),
+             "grid-neg": (-1, 2), "grid-huge-b": (1, 2**70)}
+    if choice in sizes:
+        m, b = sizes[choice]
+        grid = tuple(kernel.grid(m, b))
+        if m < 0:
+            return f"wrong: grid({m}, {b}) accepted: {grid}"
+        want = (-(-m // kernel.block_m), b)
+        if grid[0] > 0 and tuple(grid[1:]) == want:
             return "ok"
-        return f"wrong: grid(2**40, 2) = {grid}"
-    if choice == "grid-2^32":
-        grid = kernel.grid(2**36, 2**33)
-        return "ok" if all(0 < g < 2**32 for g in grid) else \
-            f"wrong: grid(2**36, 2**33) = {grid}"
-    if choice == "grid-neg":
-        kernel.grid(-1, 2)
-        return "wrong: grid(-1, 2) accepted"
-    if choice == "grid-huge-b":
-        grid = kernel.grid(1, 2**70)
-        return f"wrong: grid(1, 2**70) = {grid}"
+        return f"wrong: grid({m}, {b}) = {grid}, not (x, {want[0]}, {b})"
     if choice == "workspace-huge":
         kernel.workspace_bytes(2**62, 2**62)
         return "ok"
