@@ -160,6 +160,15 @@ def refusal_key(detail):
     return re.sub(r"\d+", "N", detail)[:100]
 
 
+def crash_line(text):
+    """The line that names the crash (the LLVM ERROR, not the banner)."""
+    for marker in CRASH_MARKERS:
+        for line in text.splitlines():
+            if marker in line:
+                return line.strip()[:200]
+    return first_line(text)
+
+
 def first_line(text):
     for line in text.splitlines():
         if line.strip():
@@ -590,7 +599,7 @@ def campaign_ir(ctx):
         proc = run_proc(cmd, ctx.timeout)
         reason = crash_reason(proc)
         if reason:
-            cls, detail = "crash", reason + ": " + first_line(proc.err)
+            cls, detail = "crash", reason + ": " + crash_line(proc.err)
         elif proc.rc == 0 and any("dump=" in a for a in args) and \
                 ir_has_unlowered_ops(text) and \
                 not any(p.suffix == ".hsaco" for p in cdir.rglob("*")):
@@ -961,7 +970,7 @@ def run_cli_case(ctx, camp, i, case, cdir, paths, ref, shared_cache):
         cls, detail = "wrong", "exit 0 but no complete bundle at -o: " + \
             str(verify_bundle(ctx, abs_target))
     elif reason:
-        cls, detail = "crash", reason + ": " + first_line(proc.err)
+        cls, detail = "crash", reason + ": " + crash_line(proc.err)
     elif proc.rc == 0:
         cls, detail = "ok", ""
     else:
@@ -1191,7 +1200,7 @@ def run_kill_case(ctx, camp, i, case, cdir, refs, warm, ref_digest):
         if k and reason in ("exit status 137", "timeout"):
             reason = None
         if reason:
-            crashes.append(reason + ": " + first_line(p.err))
+            crashes.append(reason + ": " + crash_line(p.err))
     loss = None
     if case["mode"] != "shared-cache":
         if not os.path.lexists(dest):
@@ -1444,7 +1453,7 @@ def campaign_cache(ctx):
                 reason = crash_reason(proc)
                 if reason:
                     outcomes.append(("crash", f"run {run}: {reason}: "
-                                     f"{first_line(proc.err)}", proc))
+                                     f"{crash_line(proc.err)}", proc))
                 elif proc.rc == 0 and bundle_digest(out) != \
                         ref_digest[config]:
                     outcomes.append(("wrong", f"run {run} exited 0 with a "
@@ -1923,7 +1932,7 @@ def bundle_campaign(ctx, name):
         if "died" in result:
             cls = "crash"
             detail = f"{result['died']}: {detail}: " + \
-                first_line(result["stderr"])
+                crash_line(result["stderr"])
         elif "exc" in result:
             cls = "refused"
             detail = f"{result['exc']}: {result['msg'][:160]}"
@@ -2317,7 +2326,7 @@ def campaign_pyargs(ctx):
         i, spec = task
         if "died" in result:
             cls = "crash"
-            detail = result["died"] + ": " + first_line(result["stderr"])
+            detail = result["died"] + ": " + crash_line(result["stderr"])
         elif "exc" in result:
             cls, detail = "refused", f"{result['exc']}: {result['msg'][:160]}"
         elif result["ok"] == "ok":
