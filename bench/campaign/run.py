@@ -53,10 +53,12 @@ BASE_COUNTS = {"ir": 5000, "cli": 300, "kill": 200, "cache": 60,
 # allocation driven by a bad size fails instead of taking the machine down.
 MEM_LIMIT = 4 << 30
 
-CRASH_MARKERS = ("LLVM ERROR", "Stack dump", "PLEASE submit a bug report",
-                 "terminate called", "Assertion `", "UNREACHABLE executed",
-                 "AddressSanitizer", "UndefinedBehaviorSanitizer",
-                 "Segmentation fault", "std::bad_alloc")
+# In the order a crash's detail prefers them (the banner lines last).
+CRASH_MARKERS = ("LLVM ERROR", "terminate called", "Assertion `",
+                 "UNREACHABLE executed", "AddressSanitizer",
+                 "UndefinedBehaviorSanitizer", "std::bad_alloc",
+                 "Segmentation fault", "Stack dump",
+                 "PLEASE submit a bug report")
 
 # The small model every campaign compiles: K-up N=512 K=128, V-up N=128
 # K=512 (split-K), one kernel per projection (M 1 and up) on gfx942.
