@@ -146,15 +146,23 @@ CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
   auto sections = elf.sections();
   if (!sections)
     return sections.takeError();
-  std::vector<std::pair<StringRef, uint64_t>> descriptors;
+  // The static symbol table, as ObjectFile::symbols() reads it (kernels keep
+  // their link order); the dynamic one only when there is none.
+  const object::ELF64LE::Shdr *symtab = nullptr;
   for (const auto &section : *sections) {
-    if (section.sh_type != ELF::SHT_SYMTAB &&
-        section.sh_type != ELF::SHT_DYNSYM)
-      continue;
-    auto symbols = elf.symbols(&section);
+    if (section.sh_type == ELF::SHT_SYMTAB) {
+      symtab = &section;
+      break;
+    }
+    if (section.sh_type == ELF::SHT_DYNSYM && !symtab)
+      symtab = &section;
+  }
+  std::vector<std::pair<StringRef, uint64_t>> descriptors;
+  if (symtab) {
+    auto symbols = elf.symbols(symtab);
     if (!symbols)
       return symbols.takeError();
-    auto names = elf.getStringTableForSymtab(section, *sections);
+    auto names = elf.getStringTableForSymtab(*symtab, *sections);
     if (!names)
       return names.takeError();
     for (const auto &symbol : *symbols) {

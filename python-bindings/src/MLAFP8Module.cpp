@@ -174,6 +174,10 @@ public:
                  int64_t b) const {
     const runtime::KernelEntry &e =
         bundle->chips.at(chipIndex).kernels.at(kernelIndex);
+    // Every launcher asks for the grid first: the geometry is checked against
+    // the kernel's metadata here, whatever the Python side checked before.
+    if (std::string reason = e.checkLaunch(m, b); !reason.empty())
+      throw py::value_error(e.symbol + ": " + reason);
     std::array<uint64_t, 3> g = e.getGrid(m, b);
     return py::make_tuple(g[0], g[1], g[2]);
   }
@@ -243,11 +247,8 @@ public:
       return 0;
     if (doRowsOverlap(call.yStrideB, b, call.yStrideM, m, e.n))
       throw py::value_error("y strides make distinct rows overlap");
-    std::array<uint64_t, 3> grid = e.getGrid(m, b);
-    for (int i = 0; i < 3; ++i)
-      if (grid[i] > runtime::kMaxGridWorkItems /
-                        std::max<uint32_t>(e.workgroupSize[i], 1))
-        throw py::value_error("the grid does not fit in uint32 work-items");
+    if (std::string reason = e.checkLaunch(m, b); !reason.empty())
+      throw py::value_error(e.symbol + ": " + reason);
     call.x = static_cast<const uint16_t *>(x.data());
     call.w = static_cast<const uint8_t *>(w.data());
     call.wScale = static_cast<const float *>(wScale.data());

@@ -334,6 +334,20 @@ func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, 
 
 // -----
 
+// expected-error @+1 {{block_m and block_n must be at most 4096, got 16x2147483648}}
+func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 2147483648, waves = 1, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a 256x256 block on 2 waves needs 512 accumulator registers per lane, more than 256}}
+func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 256, block_n = 256, waves = 2, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{the 4 MFMA tiles of a 16x64 block cannot be shared evenly by 8 waves}}
 func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 8, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
   return

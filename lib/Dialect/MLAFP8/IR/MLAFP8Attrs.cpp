@@ -68,6 +68,12 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (blockN < 1 || blockN % mfmaDim != 0)
     return emitError() << "block_n must be a positive multiple of the MFMA's "
                        << mfmaDim << " columns, got " << blockN;
+  // Far above any useful block; keeps the tile arithmetic below from
+  // overflowing.
+  constexpr int64_t kMaxBlock = 4096;
+  if (blockM > kMaxBlock || blockN > kMaxBlock)
+    return emitError() << "block_m and block_n must be at most " << kMaxBlock
+                       << ", got " << blockM << "x" << blockN;
   if (waves < 1 || waves > 16)
     return emitError() << "waves must be between 1 and 16, got " << waves;
   int64_t mfmaTiles = (blockM / mfmaDim) * (blockN / mfmaDim);
@@ -75,6 +81,15 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "the " << mfmaTiles << " MFMA tiles of a " << blockM
                        << "x" << blockN << " block cannot be shared evenly by "
                        << waves << " waves";
+  // Each wave keeps its share of the block's fp32 accumulators in registers
+  // (4 per lane per 16x16 tile, 16 per 32x32 tile); beyond half of the 512
+  // VGPRs + AGPRs a lane has, nothing is left for the operands. This also
+  // bounds the unrolled code the lowering emits.
+  int64_t accPerLane = (mfmaTiles / waves) * (mfmaDim == 16 ? 4 : 16);
+  if (accPerLane > 256)
+    return emitError() << "a " << blockM << "x" << blockN << " block on "
+                       << waves << " waves needs " << accPerLane
+                       << " accumulator registers per lane, more than 256";
   if (splitK < 1)
     return emitError() << "split_k must be at least 1, got " << splitK;
   if (stages < 1 || stages > 4)
