@@ -53,12 +53,34 @@ BASE_COUNTS = {"ir": 5000, "cli": 300, "kill": 200, "cache": 60,
 # allocation driven by a bad size fails instead of taking the machine down.
 MEM_LIMIT = 4 << 30
 
-# In the order a crash's detail prefers them (the banner lines last).
-CRASH_MARKERS = ("LLVM ERROR", "terminate called", "Assertion `",
-                 "UNREACHABLE executed", "AddressSanitizer",
-                 "UndefinedBehaviorSanitizer", "std::bad_alloc",
-                 "Segmentation fault", "Stack dump",
-                 "PLEASE submit a bug report")
+# In the order a crash's detail prefers them (the banner lines last). Each
+# is matched against whole lines of stderr, anchored where the runtime that
+# prints it anchors it: a diagnostic that echoes a source line holding the
+# words "LLVM ERROR" is not a crash.
+CRASH_MARKERS = (("LLVM ERROR", r"^LLVM ERROR:"),
+                 ("terminate called", r"^terminate called"),
+                 ("Assertion `", r"Assertion `.*' failed"),
+                 ("UNREACHABLE executed", r"UNREACHABLE executed"),
+                 ("AddressSanitizer", r"^==\d+==ERROR: AddressSanitizer"),
+                 ("UndefinedBehaviorSanitizer",
+                  r"^SUMMARY: UndefinedBehaviorSanitizer"),
+                 ("std::bad_alloc", r"what\(\): +std::bad_alloc"),
+                 ("Segmentation fault", r"Segmentation fault"),
+                 ("Stack dump", r"^Stack dump:"),
+                 ("PLEASE submit a bug report", r"^PLEASE submit a bug report"))
+
+
+def find_crash_marker(text):
+    """The first marker of CRASH_MARKERS some line of `text` carries, and
+    that line; (None, None) when there is none."""
+    lines = text.splitlines()
+    for name, pattern in CRASH_MARKERS:
+        regex = re.compile(pattern)
+        for line in lines:
+            if regex.search(line.strip()):
+                return name, line.strip()
+    return None, None
+
 
 # The small model every campaign compiles: K-up N=512 K=128, V-up N=128
 # K=512 (split-K), one kernel per projection (M 1 and up) on gfx942.
@@ -144,9 +166,9 @@ def crash_reason(proc, killed_by_us=False):
         return "timeout"
     if proc.rc is not None and proc.rc < 0 and not killed_by_us:
         return "signal " + signal.Signals(-proc.rc).name
-    for marker in CRASH_MARKERS:
-        if marker in proc.err:
-            return marker
+    marker, _ = find_crash_marker(proc.err)
+    if marker:
+        return marker
     if proc.rc is not None and proc.rc >= 128:
         return f"exit status {proc.rc}"
     return None
@@ -164,11 +186,8 @@ def refusal_key(detail):
 
 def crash_line(text):
     """The line that names the crash (the LLVM ERROR, not the banner)."""
-    for marker in CRASH_MARKERS:
-        for line in text.splitlines():
-            if marker in line:
-                return line.strip()[:200]
-    return first_line(text)
+    _, line = find_crash_marker(text)
+    return line[:200] if line else first_line(text)
 
 
 def first_line(text):
@@ -1583,9 +1602,9 @@ def fork_map(ctx, camp, tasks, fn, timeout, on_result):
                     result = {"died": f"exit status "
                               f"{os.WEXITSTATUS(status)} with no answer",
                               "stderr": err}
-                for marker in CRASH_MARKERS:
-                    if marker in err and "died" not in result:
-                        result = {"died": marker, "stderr": err}
+                marker, _ = find_crash_marker(err)
+                if marker and "died" not in result:
+                    result = {"died": marker, "stderr": err}
             on_result(task, result)
             done += 1
             progress(camp, done, total)
