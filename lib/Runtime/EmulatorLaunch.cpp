@@ -247,6 +247,7 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
     config.workgroupSize[i] = kernel.workgroupSize[i];
   }
   config.threads = threads;
+  config.maxStepsPerWave = maxStepsPerWave;
   llvm::Expected<emu::ExecStats> stats =
       (*emulator)->dispatch(kernel.symbol, config, kernargs, memory);
   if (!stats)

@@ -195,6 +195,7 @@ static int runBundle() {
                 chipOpt.getValue(), n, k, groupOpt.getValue(), mOpt.getValue())
             .str());
   runtime::EmulatorLauncher launcher;
+  launcher.setMaxStepsPerWave(maxStepsOpt);
   runtime::VerifyProblem problem;
   problem.batch = bOpt;
   problem.m = mOpt;

@@ -35,6 +35,10 @@ public:
                                         const PrequantBmmCall &call,
                                         unsigned threads = 0);
 
+  /// A wave that executes more instructions stops the launch with an error
+  /// (emu::DispatchConfig::maxStepsPerWave; mla-fp8-emu --emu-max-steps).
+  void setMaxStepsPerWave(uint64_t steps) { maxStepsPerWave = steps; }
+
 private:
   /// A split-K kernel's workspace, kept across launches as a server keeps it.
   struct Workspace {
@@ -44,6 +48,8 @@ private:
 
   llvm::Expected<emu::Emulator *> getEmulator(const KernelEntry &kernel);
   Workspace &getWorkspace(const KernelEntry &kernel);
+
+  uint64_t maxStepsPerWave = emu::DispatchConfig().maxStepsPerWave;
 
   std::mutex mutex;
   std::map<const std::string *, std::unique_ptr<emu::Emulator>> emulators;
