@@ -38,33 +38,8 @@ static std::string errnoMessage(int error) {
   return std::error_code(error, std::generic_category()).message();
 }
 
-/// The deepest JSON nesting that publishing parses: llvm::json recurses once
-/// per level, so deeper input could overflow the stack.
+/// The deepest JSON nesting that publishing parses.
 static constexpr unsigned kMaxJSONDepth = 256;
-
-/// Whether `text` nests arrays and objects at most `limit` deep (strings,
-/// with their escapes, are skipped).
-static bool isJSONDepthWithin(llvm::StringRef text, unsigned limit) {
-  unsigned depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"')
-      inString = true;
-    else if ((c == '[' || c == '{') && ++depth > limit)
-      return false;
-    else if ((c == ']' || c == '}') && depth > 0)
-      --depth;
-  }
-  return true;
-}
 
 static int retryOnEINTR(const std::function<int()> &call) {
   int result;
@@ -195,10 +170,8 @@ static std::string inspectBundle(llvm::StringRef dir,
   if (!text)
     return "its manifest.json cannot be read: " +
            llvm::toString(text.takeError());
-  if (!isJSONDepthWithin(*text, kMaxJSONDepth))
-    return "its manifest.json nests deeper than " +
-           std::to_string(kMaxJSONDepth) + " levels";
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(*text);
+  llvm::Expected<llvm::json::Value> json =
+      parseJSONWithinDepth(*text, kMaxJSONDepth);
   if (!json)
     return "its manifest.json is not valid JSON: " +
            llvm::toString(json.takeError());

@@ -2,6 +2,8 @@
 
 #include "mla-fp8/CodeObject/File.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -53,4 +55,35 @@ llvm::Expected<std::string> mlir::mlafp8::readRegularFile(llvm::StringRef path,
     return fail("'" + path + "' grew while it was read");
   data.resize(done);
   return data;
+}
+
+llvm::Expected<llvm::json::Value>
+mlir::mlafp8::parseJSONWithinDepth(llvm::StringRef text, unsigned maxDepth) {
+  // Strings are skipped with their escapes, as the JSON lexer does, so the
+  // count agrees with the parser on every prefix it accepts.
+  unsigned depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("arrays and objects nest deeper than {0} levels (at "
+                          "byte {1})",
+                          maxDepth, i));
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return llvm::json::parse(text);
 }

@@ -223,36 +223,6 @@ private:
 };
 } // namespace
 
-/// Fails when `text` nests arrays and objects deeper than `maxDepth`:
-/// json::parse recurses once per level, so an unbounded depth would overflow
-/// the stack. Strings are skipped with their escapes, as the JSON lexer does,
-/// so the count agrees with the parser on every prefix it accepts.
-static llvm::Error checkJSONDepth(llvm::StringRef text, unsigned maxDepth) {
-  unsigned depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > maxDepth)
-        return makeError(llvm::formatv("arrays and objects nest deeper than "
-                                       "{0} levels (at byte {1})",
-                                       maxDepth, i));
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return llvm::Error::success();
-}
-
 /// Parses one grid dimension: an integer, "M", "B" or "ceil(M/<n>)" /
 /// "ceil(B/<n>)" with 1 <= n < 2^32, constants below 2^32.
 static std::optional<GridDim> parseGridDim(const json::Value &v) {
@@ -727,10 +697,8 @@ mlir::mlafp8::runtime::loadBundleFromManifest(llvm::StringRef dir,
                                    "{2}",
                                    manifestName, manifest.size(),
                                    kMaxManifestBytes));
-  if (llvm::Error error = checkJSONDepth(manifest, kMaxManifestJSONDepth))
-    return makeError(manifestName +
-                     ": malformed JSON: " + llvm::toString(std::move(error)));
-  llvm::Expected<json::Value> parsed = json::parse(manifest);
+  llvm::Expected<json::Value> parsed =
+      parseJSONWithinDepth(manifest, kMaxManifestJSONDepth);
   if (!parsed)
     return makeError(manifestName +
                      ": malformed JSON: " + toString(parsed.takeError()));

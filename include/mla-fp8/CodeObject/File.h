@@ -3,7 +3,7 @@
 // Every file the project reads from a bundle, a cache or a command line goes
 // through readRegularFile: a FIFO would block forever, /dev/zero would never
 // end and a directory has no contents, so only regular files of a bounded
-// size are read.
+// size are read. JSON from such files is parsed with a bounded nesting depth.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +12,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <string>
@@ -31,6 +32,13 @@ inline constexpr uint64_t kMaxManifestBytes = uint64_t(16) << 20;
 /// `maxBytes` is allocated.
 llvm::Expected<std::string> readRegularFile(llvm::StringRef path,
                                             uint64_t maxBytes);
+
+/// Parses JSON whose arrays and objects nest at most `maxDepth` deep:
+/// llvm::json::parse recurses once per level, so deeper input would overflow
+/// the stack. Deeper input is the error "arrays and objects nest deeper than
+/// <maxDepth> levels (at byte <offset>)"; anything else the parser's.
+llvm::Expected<llvm::json::Value> parseJSONWithinDepth(llvm::StringRef text,
+                                                       unsigned maxDepth);
 
 } // namespace mlir::mlafp8
 
