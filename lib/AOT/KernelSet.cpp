@@ -3,6 +3,7 @@
 #include "mla-fp8/AOT/KernelSet.h"
 
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
+#include "mla-fp8/Runtime/KernelTable.h"
 #include "mla-fp8/Target/Chip.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -36,9 +37,11 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
         "model dimensions must be positive: heads {0}, kv_lora_rank {1}, "
         "qk_nope_head_dim {2}, v_head_dim {3}",
         dims.heads, dims.kvLoraRank, dims.qkNopeHeadDim, dims.vHeadDim));
-  if (options.maxM < 1)
-    return makeError(
-        llvm::formatv("--max-m must be at least 1, got {0}", options.maxM));
+  // The loader refuses a manifest whose M bounds exceed what the kernels
+  // index: such a bundle must not be published over a good one.
+  if (options.maxM < 1 || options.maxM > runtime::kMaxManifestM)
+    return makeError(llvm::formatv("--max-m must be between 1 and {0}, got {1}",
+                                   runtime::kMaxManifestM, options.maxM));
   if (options.groupSize < 1 || (options.groupSize & (options.groupSize - 1)))
     return makeError(
         llvm::formatv("group size must be a positive power of two, got {0}",

@@ -165,6 +165,10 @@ static std::string inspectBundle(llvm::StringRef dir,
   llvm::sys::path::append(manifestPath, kManifestFileName);
   if (!llvm::is_contained(entries, kManifestFileName.str()))
     return "it has no manifest.json";
+  struct stat manifestStat;
+  if (::lstat(manifestPath.c_str(), &manifestStat) < 0 ||
+      !S_ISREG(manifestStat.st_mode))
+    return "its manifest.json is not a regular file";
   llvm::Expected<std::string> text =
       readRegularFile(manifestPath, kMaxManifestBytes);
   if (!text)
@@ -238,6 +242,26 @@ mlir::mlafp8::checkOutputDirectory(llvm::StringRef dir, bool force) {
     return makeError("output directory '" + dir +
                      "' is not empty and is not an mla-fp8 bundle (" +
                      notBundle + "); refusing to replace it");
+  // --force deletes extra files, never a directory (a tree of someone's
+  // work) or a special file: those always stay refused.
+  std::vector<std::string> kept;
+  for (const std::string &entry : extras) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, entry);
+    if (::lstat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) &&
+        !S_ISLNK(st.st_mode))
+      kept.push_back(entry);
+  }
+  if (!kept.empty()) {
+    llvm::sort(kept);
+    return makeError(
+        "output directory '" + dir + "' is an mla-fp8 bundle but also holds '" +
+        kept.front() + "'" +
+        (kept.size() > 1 ? llvm::formatv(" and {0} more", kept.size() - 1).str()
+                         : std::string()) +
+        ", which is a directory or a special file; mla-fp8-aot "
+        "never deletes those, even with --force: move it away");
+  }
   if (!extras.empty() && !force) {
     llvm::sort(extras);
     std::string list = "'" + extras.front() + "'";
@@ -253,22 +277,33 @@ mlir::mlafp8::checkOutputDirectory(llvm::StringRef dir, bool force) {
 }
 
 namespace {
-enum class LockState { Locked, Busy, Missing, Failed };
+enum class LockState { Locked, Busy, Missing, Failed, Foreign };
 } // namespace
 
 /// Opens and flocks `path`. A lock file is only ever unlinked by a process
 /// that holds its lock, so after locking, the descriptor must still be the
 /// file at `path`; otherwise it was replaced meanwhile and the lock is taken
-/// again (`create`) or reported missing.
+/// again (`create`) or reported missing. Lock files are empty regular files;
+/// anything else at `path` (a symbolic link, a user's file that happens to
+/// have the name) is Foreign: neither followed, nor locked, nor removed.
 static LockState lockFile(const std::string &path, bool create, bool wait,
                           int &fd, int &error) {
   for (;;) {
-    fd =
-        ::open(path.c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0666);
+    fd = ::open(path.c_str(),
+                O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0666);
     if (fd < 0) {
       error = errno;
+      if (errno == ELOOP)
+        return LockState::Foreign;
       return !create && errno == ENOENT ? LockState::Missing
                                         : LockState::Failed;
+    }
+    struct stat opened;
+    if (::fstat(fd, &opened) < 0 || !S_ISREG(opened.st_mode) ||
+        opened.st_size != 0) {
+      ::close(fd);
+      fd = -1;
+      return LockState::Foreign;
     }
     if (retryOnEINTR(
             [&] { return ::flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)); }) < 0) {
@@ -295,12 +330,37 @@ static void unlockAndRemove(const std::string &path, int fd) {
 }
 
 /// Whether `rest` (what follows ".<name>.tmp-") is a staging suffix this code
-/// or an older version of it made: random hex, dashes, maybe ".old".
+/// makes (8 random lower-case hex digits) or an older version made
+/// ("xxxxxx-xxxxxx", and the same with ".old" for the bundle it moved aside).
 static bool isStagingSuffix(llvm::StringRef rest) {
-  rest.consume_back(".old");
-  return !rest.empty() && llvm::all_of(rest, [](char c) {
-    return llvm::isHexDigit(c) || c == '-';
-  });
+  auto isHex = [](llvm::StringRef digits, size_t count) {
+    return digits.size() == count && llvm::all_of(digits, [](char c) {
+             return llvm::isDigit(c) || (c >= 'a' && c <= 'f');
+           });
+  };
+  bool old = rest.consume_back(".old");
+  auto [left, right] = rest.split('-');
+  if (isHex(left, 6) && isHex(right, 6))
+    return true;
+  return !old && isHex(rest, 8);
+}
+
+/// Whether the staging directory `path` holds only what a writer puts there:
+/// regular files with the names of a bundle's files. Anything else is not
+/// ours to delete, whatever its name.
+static bool holdsOnlyBundleFiles(llvm::StringRef path) {
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(path, ec, /*follow=*/false), end;
+       it != end && !ec; it.increment(ec)) {
+    llvm::StringRef entry = llvm::sys::path::filename(it->path());
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) < 0 || !S_ISREG(st.st_mode))
+      return false;
+    if (entry != kManifestFileName && entry != kManifestDigestFileName &&
+        entry != kHeaderFileName && !entry.ends_with(".hsaco"))
+      return false;
+  }
+  return !ec;
 }
 
 /// Removes the staging directories (and lock files) beside `parent/name` that
@@ -342,7 +402,7 @@ static void removeDeadStaging(llvm::StringRef parent, llvm::StringRef name) {
       }
       continue;
     }
-    if (!S_ISDIR(st.st_mode))
+    if (!S_ISDIR(st.st_mode) || !holdsOnlyBundleFiles(path))
       continue;
     std::string lock = (path + ".lock").str();
     switch (lockFile(lock, /*create=*/false, /*wait=*/false, fd, error)) {
@@ -355,6 +415,7 @@ static void removeDeadStaging(llvm::StringRef parent, llvm::StringRef name) {
       break;
     case LockState::Busy:
     case LockState::Failed:
+    case LockState::Foreign:
       break;
     }
   }
@@ -447,9 +508,16 @@ llvm::Error StagedDirectory::publish() {
   std::string lock =
       (parent + "/." + llvm::sys::path::filename(target) + ".lock").str();
   int fd, error;
-  if (lockFile(lock, /*create=*/true, /*wait=*/true, fd, error) !=
-      LockState::Locked)
+  switch (lockFile(lock, /*create=*/true, /*wait=*/true, fd, error)) {
+  case LockState::Locked:
+    break;
+  case LockState::Foreign:
+    return makeError("'" + lock +
+                     "' exists and is not an mla-fp8 lock file (an empty "
+                     "regular file); move it away");
+  default:
     return makeError("cannot lock '" + lock + "': " + errnoMessage(error));
+  }
   llvm::scope_exit unlock([&] { unlockAndRemove(lock, fd); });
 
   // The output may have changed while the bundle was compiled: another

@@ -86,7 +86,11 @@ TEST(KernelSet, RejectsBadOptions) {
   options = r1Options();
   options.maxM = 0;
   EXPECT_EQ(errorOf(buildKernelSet(options)),
-            "--max-m must be at least 1, got 0");
+            "--max-m must be between 1 and 2147483647, got 0");
+  // Above what the loader accepts: refused before a bundle is written.
+  options.maxM = int64_t(1) << 31;
+  EXPECT_EQ(errorOf(buildKernelSet(options)),
+            "--max-m must be between 1 and 2147483647, got 2147483648");
   options = r1Options();
   options.outType = "f32";
   EXPECT_EQ(errorOf(buildKernelSet(options)),

@@ -237,6 +237,9 @@ static std::vector<Mutation> getMutations() {
        "field 'chips[0].kernels[1].w_scale': contradicts the symbol"},
       {"out_type flipped", [](llvm::json::Object &k) { k["out_type"] = "f16"; },
        "field 'chips[0].kernels[1].out_type': contradicts the symbol"},
+      {"in_type other than bf16",
+       [](llvm::json::Object &k) { k["in_type"] = "f16"; },
+       "field 'chips[0].kernels[1].in_type': expected one of"},
       {"symbol of the other projection's kernel",
        [](llvm::json::Object &k) {
          k["symbol"] = "mla_fp8_n32_k64_g128_bf16_gfx942_m17_32";
