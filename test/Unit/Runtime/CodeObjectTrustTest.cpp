@@ -105,7 +105,7 @@ protected:
   void SetUp() override {
     ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("mlafp8-file", dir));
   }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+  void TearDown() override { test::removeTree(dir); }
   std::string path(llvm::StringRef name) {
     llvm::SmallString<256> p(dir);
     llvm::sys::path::append(p, name);

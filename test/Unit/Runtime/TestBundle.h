@@ -24,6 +24,7 @@
 
 #include "gtest/gtest.h"
 
+#include <ftw.h>
 #include <string>
 
 namespace mlir::mlafp8::test {
@@ -76,6 +77,19 @@ inline const TestBundleFiles &getTestBundleFiles() {
 }
 
 /// A test bundle in a fresh directory, removed at the end of the test.
+/// Removes `dir` and everything below it, FIFOs included (which
+/// llvm::sys::fs::remove_directories leaves, so the tests that make them
+/// would leak their directories).
+inline void removeTree(llvm::StringRef dir) {
+  ::nftw(
+      dir.str().c_str(),
+      [](const char *path, const struct stat *, int, struct FTW *) {
+        ::remove(path);
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
 class TestBundle {
 public:
   TestBundle() {
@@ -96,7 +110,7 @@ public:
     writeFile("gfx942.hsaco", files.codeObject);
     writeManifest();
   }
-  ~TestBundle() { llvm::sys::fs::remove_directories(dir); }
+  ~TestBundle() { removeTree(dir); }
 
   std::string path(llvm::StringRef name) const {
     llvm::SmallString<256> p(dir);
