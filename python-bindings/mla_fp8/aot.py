@@ -35,6 +35,14 @@ def _str_list(values, name):
     return values
 
 
+def _path_bytes(path, what):
+    """`path` as the bytes the file system sees; a NUL is refused."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise ValueError(f"{what}: a path cannot contain a NUL byte: {path!r}")
+    return raw
+
+
 def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
                     kv_lora_rank=0, qk_nope_head_dim=0, v_head_dim=0,
                     tp=(), max_m=1024, chips=(), weight_scale="per_tensor",
@@ -54,7 +62,7 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
       manifest (text), bytes_written.
     """
     options = {
-        "output_dir": os.fspath(output_dir),
+        "output_dir": _path_bytes(output_dir, "output_dir"),
         "model": _check_str(model, "model"),
         "heads": check_int(heads, "heads", minimum=0),
         "kv_lora_rank": check_int(kv_lora_rank, "kv_lora_rank", minimum=0),
@@ -69,7 +77,8 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
         "out_type": check_choice(out_type, HALF_TYPES, "out_type"),
         "group_size": check_group_size(group_size),
         "bias": bool(bias),
-        "cache_dir": "" if cache_dir is None else os.fspath(cache_dir),
+        "cache_dir": b"" if cache_dir is None else _path_bytes(cache_dir,
+                                                                "cache_dir"),
         "jobs": check_int(jobs, "jobs", minimum=0, maximum=(1 << 32) - 1),
         "force": bool(force),
     }

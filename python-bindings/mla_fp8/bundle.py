@@ -73,13 +73,23 @@ class Kernel:
                 f"k={self.k}, m={self.min_m}..{upper})")
 
 
+def _path_bytes(path, what):
+    """`path` as the bytes the file system sees (any str os.fsdecode made
+    included); a NUL, which no path can hold, is refused."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        raise BundleError(f"{what}: a path cannot contain a NUL byte: "
+                          f"{path!r}")
+    return raw
+
+
 class Bundle:
     """A loaded bundle. Immutable; lookups are cheap."""
 
     def __init__(self, directory):
         directory = os.fspath(directory)
         try:
-            self._native = _mla_fp8.Bundle(directory)
+            self._native = _mla_fp8.Bundle(_path_bytes(directory, "directory"))
         except ValueError as error:
             raise BundleError(str(error)) from None
         self.directory = directory

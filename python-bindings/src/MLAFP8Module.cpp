@@ -112,6 +112,15 @@ py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
   return d;
 }
 
+/// `message` with every byte that is not valid UTF-8 written as \xNN (as
+/// Python's "backslashreplace" does): a path from the file system may hold
+/// any bytes, and pybind turns a message it cannot decode into an empty one.
+static std::string toPythonMessage(const std::string &message) {
+  return py::bytes(message)
+      .attr("decode")("utf-8", "backslashreplace")
+      .cast<std::string>();
+}
+
 /// The bundle as Python sees it: lookups give dicts, code objects bytes.
 class PyBundle {
 public:
@@ -119,7 +128,7 @@ public:
     std::string error;
     bundle = capi::loadBundle(dir, error);
     if (!bundle)
-      throw py::value_error(error);
+      throw py::value_error(toPythonMessage(error));
   }
 
   std::optional<py::dict>
@@ -485,7 +494,7 @@ PYBIND11_MODULE(_mla_fp8, m) {
       r = capi::generateBundle(options);
     }
     if (!r.ok)
-      throw py::value_error(r.error);
+      throw py::value_error(toPythonMessage(r.error));
     py::list chips;
     for (const capi::GeneratedChip &c : r.chips) {
       py::dict d;
@@ -520,7 +529,7 @@ PYBIND11_MODULE(_mla_fp8, m) {
       r = capi::compileSpec(options);
     }
     if (!r.ok)
-      throw py::value_error(r.error);
+      throw py::value_error(toPythonMessage(r.error));
     py::list kernels;
     for (const capi::CompiledKernel &k : r.kernels) {
       py::dict d;

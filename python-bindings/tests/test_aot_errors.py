@@ -126,3 +126,18 @@ def test_full_temporary_directory_raises(full_tmpfs, monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="No space left on device"):
         mla_fp8.generate_bundle(tmp_path / "bundle", **SMALL)
     assert not (tmp_path / "bundle").exists()
+
+
+def test_paths_are_bytes_the_file_system_sees(tmp_path):
+    # A directory name that is not UTF-8 round-trips through os.fsdecode,
+    # and errors about it keep their message.
+    out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/bundle\xff")
+    mla_fp8.generate_bundle(out, **SMALL)
+    assert mla_fp8.load_bundle(out).schema_version == 2
+    missing = os.fsencode(str(tmp_path)) + b"/missing\xff"
+    with pytest.raises(mla_fp8.BundleError, match=r"missing\\xff"):
+        mla_fp8.load_bundle(missing)
+    with pytest.raises(ValueError, match="cannot contain a NUL byte"):
+        mla_fp8.generate_bundle(str(tmp_path / "a\0b"), **SMALL)
+    with pytest.raises(mla_fp8.BundleError, match="cannot contain a NUL byte"):
+        mla_fp8.load_bundle(str(tmp_path / "a\0b"))
