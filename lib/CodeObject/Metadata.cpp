@@ -339,6 +339,46 @@ mlir::mlafp8::openAMDGPUElf(StringRef bytes) {
   return std::unique_ptr<llvm::object::ELF64LEObjectFile>(elf);
 }
 
+llvm::Error mlir::mlafp8::forEachDefinedSymbol(
+    const llvm::object::ELF64LEFile &file,
+    llvm::function_ref<bool(const llvm::object::ELF64LE::Sym &, StringRef)>
+        visit) {
+  auto sections = file.sections();
+  if (!sections)
+    return makeError("malformed section table: " +
+                     llvm::toString(sections.takeError()));
+  const llvm::object::ELF64LE::Shdr *table = nullptr;
+  for (const auto &section : *sections) {
+    if (section.sh_type == llvm::ELF::SHT_SYMTAB) {
+      table = &section;
+      break;
+    }
+    if (section.sh_type == llvm::ELF::SHT_DYNSYM && !table)
+      table = &section;
+  }
+  if (!table)
+    return llvm::Error::success();
+  auto symbols = file.symbols(table);
+  if (!symbols)
+    return makeError("malformed symbol table: " +
+                     llvm::toString(symbols.takeError()));
+  auto names = file.getStringTableForSymtab(*table, *sections);
+  if (!names)
+    return makeError("malformed symbol names: " +
+                     llvm::toString(names.takeError()));
+  for (const auto &symbol : *symbols) {
+    if (symbol.st_shndx == llvm::ELF::SHN_UNDEF)
+      continue;
+    auto name = symbol.getName(*names);
+    if (!name)
+      return makeError("malformed symbol name: " +
+                       llvm::toString(name.takeError()));
+    if (!visit(symbol, *name))
+      break;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<CodeObjectMetadata>
 mlir::mlafp8::readCodeObjectMetadata(StringRef elfBytes) {
   auto object = openAMDGPUElf(elfBytes);
@@ -366,29 +406,14 @@ mlir::mlafp8::readCodeObjectMetadata(StringRef elfBytes) {
     return makeError("malformed section table: " +
                      llvm::toString(sections.takeError()));
   bool found = false;
+  if (llvm::Error error = forEachDefinedSymbol(
+          file, [&](const llvm::object::ELF64LE::Sym &, StringRef name) {
+            if (!name.empty())
+              result.definedSymbols.push_back(name.str());
+            return true;
+          }))
+    return error;
   for (const auto &section : *sections) {
-    if (section.sh_type == llvm::ELF::SHT_SYMTAB ||
-        section.sh_type == llvm::ELF::SHT_DYNSYM) {
-      auto symbols = file.symbols(&section);
-      if (!symbols)
-        return makeError("malformed symbol table: " +
-                         llvm::toString(symbols.takeError()));
-      auto names = file.getStringTableForSymtab(section, *sections);
-      if (!names)
-        return makeError("malformed symbol names: " +
-                         llvm::toString(names.takeError()));
-      for (const auto &symbol : *symbols) {
-        if (symbol.st_shndx == llvm::ELF::SHN_UNDEF)
-          continue;
-        auto name = symbol.getName(*names);
-        if (!name)
-          return makeError("malformed symbol name: " +
-                           llvm::toString(name.takeError()));
-        if (!name->empty())
-          result.definedSymbols.push_back(name->str());
-      }
-      continue;
-    }
     if (section.sh_type != llvm::ELF::SHT_NOTE)
       continue;
     llvm::Error noteError = llvm::Error::success();

@@ -140,41 +140,15 @@ CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
               co->image.begin() + ph.p_vaddr);
   }
 
-  // Kernels: every "<name>.kd" symbol. Walked through ELFFile, which checks
-  // each symbol table's entry size and extent against the file: a damaged
-  // table is an error, never a walk over billions of phantom entries.
-  auto sections = elf.sections();
-  if (!sections)
-    return sections.takeError();
-  // The static symbol table, as ObjectFile::symbols() reads it (kernels keep
-  // their link order); the dynamic one only when there is none.
-  const object::ELF64LE::Shdr *symtab = nullptr;
-  for (const auto &section : *sections) {
-    if (section.sh_type == ELF::SHT_SYMTAB) {
-      symtab = &section;
-      break;
-    }
-    if (section.sh_type == ELF::SHT_DYNSYM && !symtab)
-      symtab = &section;
-  }
+  // Kernels: every "<name>.kd" symbol, in symbol-table order.
   std::vector<std::pair<StringRef, uint64_t>> descriptors;
-  if (symtab) {
-    auto symbols = elf.symbols(symtab);
-    if (!symbols)
-      return symbols.takeError();
-    auto names = elf.getStringTableForSymtab(*symtab, *sections);
-    if (!names)
-      return names.takeError();
-    for (const auto &symbol : *symbols) {
-      if (symbol.st_shndx == ELF::SHN_UNDEF)
-        continue;
-      Expected<StringRef> name = symbol.getName(*names);
-      if (!name)
-        return name.takeError();
-      if (name->ends_with(".kd"))
-        descriptors.emplace_back(*name, symbol.st_value);
-    }
-  }
+  if (Error error = forEachDefinedSymbol(
+          elf, [&](const object::ELF64LE::Sym &symbol, StringRef name) {
+            if (name.ends_with(".kd"))
+              descriptors.emplace_back(name, symbol.st_value);
+            return true;
+          }))
+    return std::move(error);
   llvm::StringSet<> seen;
   for (const auto &[kdName, addr] : descriptors) {
     KernelInfo info;

@@ -41,40 +41,18 @@ mlir::mlafp8::countKernelInstructions(StringRef elfBytes,
     return object.takeError();
   llvm::object::ELF64LEObjectFile &elf = **object;
 
-  // Find the kernel's code: its function symbol gives offset and size. The
-  // ELFFile-level accessors check every table against the file size, so a
-  // corrupted sh_size cannot make the walk run over billions of entries.
+  // Find the kernel's code: its function symbol gives offset and size.
   const auto &file = elf.getELFFile();
-  auto sections = file.sections();
-  if (!sections)
-    return makeError("malformed section table: " +
-                     llvm::toString(sections.takeError()));
-  const llvm::object::ELF64LE::Sym *symbol = nullptr;
-  for (const auto &section : *sections) {
-    if (section.sh_type != llvm::ELF::SHT_SYMTAB)
-      continue;
-    auto symbols = file.symbols(&section);
-    if (!symbols)
-      return makeError("malformed symbol table: " +
-                       llvm::toString(symbols.takeError()));
-    auto names = file.getStringTableForSymtab(section, *sections);
-    if (!names)
-      return makeError("malformed symbol names: " +
-                       llvm::toString(names.takeError()));
-    for (const auto &candidate : *symbols) {
-      if (candidate.getType() != llvm::ELF::STT_FUNC)
-        continue;
-      auto name = candidate.getName(*names);
-      if (!name) {
-        llvm::consumeError(name.takeError());
-        continue;
-      }
-      if (*name == kernelName) {
-        symbol = &candidate;
-        break;
-      }
-    }
-  }
+  std::optional<llvm::object::ELF64LE::Sym> symbol;
+  if (llvm::Error error = forEachDefinedSymbol(
+          file,
+          [&](const llvm::object::ELF64LE::Sym &candidate, StringRef name) {
+            if (candidate.getType() == llvm::ELF::STT_FUNC &&
+                name == kernelName)
+              symbol = candidate;
+            return !symbol;
+          }))
+    return std::move(error);
   if (!symbol)
     return makeError("no function symbol '" + kernelName +
                      "' in the code object");

@@ -14,6 +14,7 @@
 #ifndef MLA_FP8_CODEOBJECT_METADATA_H
 #define MLA_FP8_CODEOBJECT_METADATA_H
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Support/Error.h"
@@ -98,6 +99,17 @@ inline constexpr unsigned kMaxMetadataDepth = 16;
 /// `bytes`, which must outlive it.
 llvm::Expected<std::unique_ptr<llvm::object::ELF64LEObjectFile>>
 openAMDGPUElf(llvm::StringRef bytes);
+
+/// Calls `visit(symbol, name)` for each defined symbol of `file`'s static
+/// symbol table, or of its dynamic one when there is none, until `visit`
+/// returns false. The tables are read through ELFFile's checked accessors, so
+/// a damaged table (entry size, extent, name offsets) is an error, never a
+/// walk past the bytes or over billions of phantom entries.
+llvm::Error
+forEachDefinedSymbol(const llvm::object::ELF64LEFile &file,
+                     llvm::function_ref<bool(const llvm::object::ELF64LE::Sym &,
+                                             llvm::StringRef)>
+                         visit);
 
 /// Parses an AMDGPU ELF (code object or relocatable object) and its
 /// NT_AMDGPU_METADATA note. Malformed input gives an error, never a crash.
