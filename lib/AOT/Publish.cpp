@@ -276,6 +276,13 @@ mlir::mlafp8::checkOutputDirectory(llvm::StringRef dir, bool force) {
   return OutputKind::Bundle;
 }
 
+/// The error for a file of someone else's where a lock file goes.
+static llvm::Error foreignLockError(llvm::StringRef lock) {
+  return makeError("'" + lock +
+                   "' exists and is not an mla-fp8 lock file (an empty "
+                   "regular file); move it away");
+}
+
 namespace {
 enum class LockState { Locked, Busy, Missing, Failed, Foreign };
 } // namespace
@@ -443,6 +450,14 @@ StagedDirectory::create(llvm::StringRef dir, bool force) {
   if (std::error_code ec = llvm::sys::fs::create_directories(parent))
     return notWritable(ec.message());
 
+  // A foreign file where the publish lock goes is refused now, before
+  // anything is compiled, not only when the bundle is swapped in.
+  std::string publishLock = (parent + "/." + name + ".lock").str();
+  struct stat lockStat;
+  if (::lstat(publishLock.c_str(), &lockStat) == 0 &&
+      (!S_ISREG(lockStat.st_mode) || lockStat.st_size != 0))
+    return foreignLockError(publishLock);
+
   removeDeadStaging(parent, name);
 
   // The lock first, then the directory: a staging directory never exists
@@ -512,9 +527,7 @@ llvm::Error StagedDirectory::publish() {
   case LockState::Locked:
     break;
   case LockState::Foreign:
-    return makeError("'" + lock +
-                     "' exists and is not an mla-fp8 lock file (an empty "
-                     "regular file); move it away");
+    return foreignLockError(lock);
   default:
     return makeError("cannot lock '" + lock + "': " + errnoMessage(error));
   }

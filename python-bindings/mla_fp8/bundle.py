@@ -50,6 +50,8 @@ class Kernel:
     def workspace_bytes(self, m, b):
         """Bytes of the zeroed workspace for `m` tokens and `b` batches:
         b * ceil(m / block_m) * workspace_bytes_per_block (0: none)."""
+        m = check_int(m, "m", minimum=0)
+        b = check_int(b, "b", minimum=0)
         if not self.workspace_bytes_per_block or "workspace" not in \
                 self.arg_offsets:
             return 0

@@ -106,6 +106,13 @@ def test_lookup_argument_errors(bundle):
         bundle.find_kernel("gfx942", 64, 32, 1, w_scale="per-tensor")
     with pytest.raises(TypeError, match="^directory"):
         mla_fp8.load_bundle(3)
+    kernel = bundle.find_kernel("gfx942", 64, 32, 1)
+    with pytest.raises(ValueError, match="^m"):
+        kernel.workspace_bytes(-5, 16)
+    with pytest.raises(ValueError, match="^b"):
+        kernel.workspace_bytes(1, 2 ** 70)
+    with pytest.raises(TypeError, match="^m"):
+        kernel.workspace_bytes("x", 16)
 
 
 def test_wrong_schema_version(copy):
