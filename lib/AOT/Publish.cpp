@@ -538,6 +538,15 @@ llvm::Error StagedDirectory::publish() {
   llvm::Expected<OutputKind> kind = checkOutputDirectory(target, force);
   if (!kind)
     return kind.takeError();
+  // The new bundle keeps the directory's permissions (and, where this
+  // process may set it, its owner), as editing it in place would.
+  struct stat old;
+  if (*kind != OutputKind::Missing && ::stat(target.c_str(), &old) == 0) {
+    ::chmod(path.c_str(), old.st_mode & 07777);
+    if (::chown(path.c_str(), old.st_uid, old.st_gid) < 0) {
+      // Only the owner (or root) may give a directory away: keep ours.
+    }
+  }
   syncDirectory(path);
   unsigned flags =
       *kind == OutputKind::Missing ? RENAME_NOREPLACE : RENAME_EXCHANGE;
