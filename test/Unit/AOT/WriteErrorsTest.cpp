@@ -2,57 +2,17 @@
 
 #include "mla-fp8/AOT/Bundle.h"
 
+#include "../FullTmpfs.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "gtest/gtest.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/mount.h>
 #include <unistd.h>
 
 using namespace mlir::mlafp8;
 
 namespace {
-
-/// A 256 KiB tmpfs on a fresh directory, with `room` bytes left free (as near
-/// as its block size allows); `skipReason` says why there is none (mounting
-/// needs CAP_SYS_ADMIN).
-struct SmallTmpfs {
-  explicit SmallTmpfs(size_t room) {
-    llvm::SmallString<128> path;
-    if (llvm::sys::fs::createUniqueDirectory("mla-fp8-full", path)) {
-      skipReason = "cannot create a directory to mount on";
-      return;
-    }
-    dir = std::string(path);
-    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=256k") != 0) {
-      skipReason = "cannot mount a small tmpfs here (needs root): " +
-                   std::string(strerror(errno));
-      ::rmdir(dir.c_str());
-      dir.clear();
-      return;
-    }
-    mounted = true;
-    int fd = ::open((dir + "/filler").c_str(), O_WRONLY | O_CREAT, 0600);
-    std::string block(4096, 'x');
-    size_t written = 0;
-    while (fd >= 0 && written + room < 256 * 1024 &&
-           ::write(fd, block.data(), block.size()) > 0)
-      written += block.size();
-    if (fd >= 0)
-      ::close(fd);
-  }
-  ~SmallTmpfs() {
-    if (mounted)
-      ::umount2(dir.c_str(), MNT_DETACH);
-    if (!dir.empty())
-      ::rmdir(dir.c_str());
-  }
-  std::string dir, skipReason;
-  bool mounted = false;
-};
 
 BundleOptions smallBundle(const std::string &outputDir) {
   BundleOptions options;
@@ -68,7 +28,7 @@ BundleOptions smallBundle(const std::string &outputDir) {
 /// The bundle's own file system is full: an error naming the file, and
 /// nothing left behind.
 TEST(AOTWriteErrors, FullOutputFileSystem) {
-  SmallTmpfs full(0);
+  test::FullTmpfs full("256k");
   if (!full.mounted)
     GTEST_SKIP() << full.skipReason;
   llvm::Expected<BundleResult> result =
@@ -88,7 +48,7 @@ TEST(AOTWriteErrors, FullOutputFileSystem) {
 /// The cache's file system is full: the bundle is still generated, with one
 /// warning.
 TEST(AOTWriteErrors, FullCacheFileSystem) {
-  SmallTmpfs full(0);
+  test::FullTmpfs full("256k");
   if (!full.mounted)
     GTEST_SKIP() << full.skipReason;
   llvm::SmallString<128> out;

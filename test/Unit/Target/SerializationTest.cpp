@@ -3,6 +3,7 @@
 #include "mla-fp8/Target/Serialization.h"
 #include "mla-fp8/Target/CodeObject.h"
 
+#include "../FullTmpfs.h"
 #include "TestKernels.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -419,43 +420,6 @@ TEST(SerializationErrorTest, ConcurrentLinksAgree) {
 }
 
 namespace {
-/// A tmpfs of `size` mounted on a fresh directory and filled up, so that
-/// every write in it fails with ENOSPC; `skipReason` says why there is none
-/// (mounting needs CAP_SYS_ADMIN).
-struct FullTmpfs {
-  explicit FullTmpfs(const char *size) {
-    SmallString<128> path;
-    if (llvm::sys::fs::createUniqueDirectory("mla-fp8-full", path)) {
-      skipReason = "cannot create a directory to mount on";
-      return;
-    }
-    dir = std::string(path);
-    if (::mount("tmpfs", dir.c_str(), "tmpfs", 0,
-                (std::string("size=") + size).c_str()) != 0) {
-      skipReason = "cannot mount a small tmpfs here (needs root): " +
-                   std::string(strerror(errno));
-      ::rmdir(dir.c_str());
-      dir.clear();
-      return;
-    }
-    mounted = true;
-    int fd = ::open((dir + "/filler").c_str(), O_WRONLY | O_CREAT, 0600);
-    std::string block(4096, 'x');
-    while (fd >= 0 && ::write(fd, block.data(), block.size()) > 0)
-      ;
-    if (fd >= 0)
-      ::close(fd);
-  }
-  ~FullTmpfs() {
-    if (mounted)
-      ::umount2(dir.c_str(), MNT_DETACH);
-    if (!dir.empty())
-      ::rmdir(dir.c_str());
-  }
-  std::string dir, skipReason;
-  bool mounted = false;
-};
-
 /// Points TMPDIR somewhere for the life of the object.
 struct ScopedTmpDir {
   explicit ScopedTmpDir(const std::string &dir) {
@@ -476,7 +440,7 @@ struct ScopedTmpDir {
 /// A full disk under the linker's temporary files is an error, not
 /// "LLVM ERROR: IO failure on output stream", and lld links again after it.
 TEST(SerializationWriteErrors, FullTemporaryDirectory) {
-  FullTmpfs full("64k");
+  test::FullTmpfs full("64k");
   if (!full.mounted)
     GTEST_SKIP() << full.skipReason;
   llvm::LLVMContext context;
