@@ -1043,14 +1043,23 @@ def count_syscalls(ctx, cmd, names):
     return counts
 
 
-def campaign_kill(ctx):
-    camp = Campaign(ctx, "kill")
+def start_publishing_campaign(ctx, name):
+    """What the campaigns that publish bundles start from: the campaign, the
+    --no-cache reference bundle and a warm cache of each config, the
+    references' digests, and an empty work directory."""
+    camp = Campaign(ctx, name)
     refs = {c: fixture(ctx, "ref-" + c) for c in CONFIGS}
     warm = {c: fixture(ctx, "cache-" + c) for c in CONFIGS}
     ref_digest = {c: bundle_digest(p) for c, p in refs.items()}
-    work = ctx.work / "kill"
+    work = ctx.work / name
     rmtree(work)
     work.mkdir(parents=True)
+    return camp, refs, warm, ref_digest, work
+
+
+def campaign_kill(ctx):
+    camp, refs, warm, ref_digest, work = start_publishing_campaign(ctx,
+                                                                   "kill")
     # How long one run takes, so that kills land throughout it.
     probe = work / "probe"
     durations = {}
@@ -1439,13 +1448,8 @@ def corrupt_cache(ctx, rng, cdir, cache, own):
 
 
 def campaign_cache(ctx):
-    camp = Campaign(ctx, "cache")
-    refs = {c: fixture(ctx, "ref-" + c) for c in CONFIGS}
-    warm = {c: fixture(ctx, "cache-" + c) for c in CONFIGS}
-    ref_digest = {c: bundle_digest(p) for c, p in refs.items()}
-    work = ctx.work / "cache"
-    rmtree(work)
-    work.mkdir(parents=True)
+    camp, refs, warm, ref_digest, work = start_publishing_campaign(ctx,
+                                                                   "cache")
     total = ctx.count("cache")
     cases = [(i, ctx.rng("cache", i)) for i in range(total)]
     done = [0]
