@@ -13,7 +13,8 @@ set(MLAFP8_EXPORTED_LIBRARIES)
 set(MLAFP8_EXPORTED_TARGETS)
 set(mlafp8_install_targets)
 foreach(entry
-    MLAFP8CodeObject:CodeObject MLAFP8Dialect:Dialect MLAFP8Transforms:Transforms
+    MLAFP8ABI:ABI MLAFP8Hardware:Hardware MLAFP8CodeObject:CodeObject
+    MLAFP8Dialect:Dialect MLAFP8Transforms:Transforms
     MLAFP8Target:Target
     MLAFP8Conversion:Conversion MLAFP8Pipelines:Pipelines MLAFP8AOT:AOT
     MLAFP8Reference:Reference MLAFP8Emulator:Emulator MLAFP8Runtime:Runtime

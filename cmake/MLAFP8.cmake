@@ -14,11 +14,14 @@ function(mlafp8_add_library name)
   endif()
 endfunction()
 
-# Adds the subdirectories that exist: lets a component land before its siblings.
+# Adds each listed subdirectory; a listed directory without a CMakeLists.txt
+# is a configuration error, not a silently smaller build.
 function(mlafp8_add_subdirectories)
   foreach(dir ${ARGN})
-    if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/CMakeLists.txt)
-      add_subdirectory(${dir})
+    if(NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/CMakeLists.txt)
+      message(FATAL_ERROR "${CMAKE_CURRENT_SOURCE_DIR}/${dir}/CMakeLists.txt "
+                          "is missing")
     endif()
+    add_subdirectory(${dir})
   endforeach()
 endfunction()

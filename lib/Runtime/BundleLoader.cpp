@@ -10,8 +10,8 @@
 
 #include "mla-fp8/Runtime/Bundle.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/CodeObject/File.h"
-#include "mla-fp8/CodeObject/KernelABI.h"
 #include "mla-fp8/CodeObject/Metadata.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -320,7 +320,7 @@ static void readKernel(ManifestReader &r, const json::Object &o,
     using kernel_abi::kMaxTileDim;
     e.blockM = r.getInt(*tile, "block_m", tilePath, 1, kMaxTileDim);
     e.blockN = r.getInt(*tile, "block_n", tilePath, 1, kMaxTileDim);
-    e.waves = r.getInt(*tile, "waves", tilePath, 1, 16);
+    e.waves = r.getInt(*tile, "waves", tilePath, 1, kernel_abi::kMaxWaves);
     e.splitK = r.getInt(*tile, "split_k", tilePath, 1, kMaxSplitK);
     r.getInt(*tile, "stages", tilePath, 1, 64);
     r.getInt(*tile, "occupancy", tilePath, 1, 64);
@@ -400,21 +400,23 @@ static void readKernel(ManifestReader &r, const json::Object &o,
     } else {
       // Explicit arguments come first, in the ABI's order: the position
       // names them; `meaning`, when given, must agree.
-      if (explicitCount >= kernel_abi::kExplicitArgs.size() ||
+      if (explicitCount >= kernel_abi::getKernelArgs().size() ||
           explicitCount != i) {
         r.fail(argPath, "an explicit argument after the kernel ABI's " +
-                            std::to_string(kernel_abi::kExplicitArgs.size()));
+                            std::to_string(kernel_abi::getKernelArgs().size()));
         break;
       }
-      const kernel_abi::ExplicitArg &abi =
-          kernel_abi::kExplicitArgs[explicitCount++];
-      arg.name = std::string(abi.name);
-      if (arg.offset != abi.offset || arg.size != abi.size ||
-          arg.kind != abi.valueKind) {
-        r.fail(argPath,
-               llvm::formatv("expected the ABI's '{0}' argument: "
-                             "offset {1}, size {2}, kind {3}",
-                             abi.name, abi.offset, abi.size, abi.valueKind));
+      const kernel_abi::KernelArg &expected =
+          kernel_abi::getKernelArgs()[explicitCount++];
+      llvm::StringRef valueKind =
+          kernel_abi::getMetadataValueKind(expected.kind);
+      arg.name = std::string(expected.name);
+      if (arg.offset != expected.offset || arg.size != expected.size ||
+          arg.kind != valueKind) {
+        r.fail(argPath, llvm::formatv("expected the ABI's '{0}' argument: "
+                                      "offset {1}, size {2}, kind {3}",
+                                      expected.name, expected.offset,
+                                      expected.size, valueKind));
         break;
       }
       if (const json::Value *meaning = a->get("meaning")) {
@@ -434,11 +436,11 @@ static void readKernel(ManifestReader &r, const json::Object &o,
     }
     e.args.push_back(std::move(arg));
   }
-  if (!r.failed() && explicitCount != kernel_abi::kExplicitArgs.size())
+  if (!r.failed() && explicitCount != kernel_abi::getKernelArgs().size())
     r.fail(argsPath,
            llvm::formatv("{0} explicit arguments, the kernel ABI "
                          "has {1}",
-                         explicitCount, kernel_abi::kExplicitArgs.size()));
+                         explicitCount, kernel_abi::getKernelArgs().size()));
 }
 
 /// Checks what the kernel ABI implies from the entry's own fields: the
@@ -514,8 +516,8 @@ static void checkKernelFields(ManifestReader &r, const std::string &path,
     return;
   }
 
-  std::optional<int64_t> workspace =
-      kernel_abi::getWorkspaceBytesPerBlock(e.n, e.blockM, e.blockN, e.splitK);
+  std::optional<int64_t> workspace = kernel_abi::getWorkspaceBytesPerBlock(
+      {e.n, e.blockM, e.blockN, e.waves, e.splitK});
   if (!workspace || uint64_t(*workspace) != e.workspaceBytesPerBlock)
     r.fail(R::join(path, "workspace_bytes_per_block"),
            llvm::formatv("expected {0} for the tile, got {1}",

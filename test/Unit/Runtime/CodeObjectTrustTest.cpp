@@ -9,7 +9,6 @@
 #include "TestBundle.h"
 
 #include "mla-fp8/CodeObject/File.h"
-#include "mla-fp8/CodeObject/KernelABI.h"
 #include "mla-fp8/CodeObject/Metadata.h"
 #include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 #include "mla-fp8/Emulator/CodeObject.h"
@@ -211,62 +210,5 @@ TEST(LaunchGeometry, LauncherChecksTheKernelAgainstItsMetadata) {
 //===----------------------------------------------------------------------===//
 // The loader's kernel-ABI facts agree with the compiler's
 //===----------------------------------------------------------------------===//
-
-TEST(KernelABI, SymbolsAgreeWithTheCompiler) {
-  for (bool perBatch : {false, true})
-    for (bool bias : {false, true})
-      for (const char *outType : {"bf16", "f16"})
-        for (int64_t maxM : {0, 16}) {
-          KernelShape shape{512, 128, 64, outType, perBatch, bias};
-          TileConfig tile{};
-          tile.minM = 1;
-          tile.maxM = maxM;
-          kernel_abi::KernelNameFields fields;
-          fields.n = 512;
-          fields.k = 128;
-          fields.groupSize = 64;
-          fields.outType = outType;
-          fields.perBatchScale = perBatch;
-          fields.hasBias = bias;
-          fields.chip = "gfx950";
-          fields.minM = 1;
-          fields.maxM = maxM;
-          EXPECT_EQ(kernel_abi::getKernelSymbol(fields),
-                    getKernelName(shape, "gfx950", tile));
-        }
-}
-
-TEST(KernelABI, WorkspaceAgreesWithTheCompiler) {
-  for (int64_t n : {1, 32, 100, 512, 7168})
-    for (int64_t blockM : {16, 32, 64, 128})
-      for (int64_t blockN : {16, 64, 256})
-        for (int64_t splitK : {1, 2, 3, 8}) {
-          TileConfig tile{};
-          tile.blockM = blockM;
-          tile.blockN = blockN;
-          tile.splitK = splitK;
-          EXPECT_EQ(
-              kernel_abi::getWorkspaceBytesPerBlock(n, blockM, blockN, splitK),
-              getWorkspaceBytesPerBlock(tile, n));
-        }
-  EXPECT_EQ(kernel_abi::getWorkspaceBytesPerBlock(0, 16, 16, 2), std::nullopt);
-  EXPECT_EQ(kernel_abi::getWorkspaceBytesPerBlock(1, 1 << 20, 16, 2),
-            std::nullopt);
-}
-
-TEST(KernelABI, ArgumentsAgreeWithTheCompiler) {
-  llvm::ArrayRef<KernelArgument> compiler = getKernelArguments();
-  ASSERT_EQ(compiler.size(), kernel_abi::kExplicitArgs.size());
-  EXPECT_EQ(kKernelArgBytes, 88u);
-  for (size_t i = 0; i < compiler.size(); ++i) {
-    const kernel_abi::ExplicitArg &abi = kernel_abi::kExplicitArgs[i];
-    EXPECT_EQ(compiler[i].offset, abi.offset);
-    EXPECT_EQ(compiler[i].size, abi.size);
-    EXPECT_EQ(compiler[i].kind == "pointer", abi.valueKind == "global_buffer");
-    // The compiler abbreviates the descale pointer.
-    if (abi.name != "w_scale")
-      EXPECT_EQ(compiler[i].name.str(), std::string(abi.name));
-  }
-}
 
 } // namespace

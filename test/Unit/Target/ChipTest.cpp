@@ -49,19 +49,23 @@ TEST(ChipTest, UnknownChip) {
 TEST(ChipTest, MfmaShapes) {
   const ChipInfo &gfx942 = *lookupChip("gfx942");
   const ChipInfo &gfx950 = *lookupChip("gfx950");
+  EXPECT_EQ(gfx942.getArchitectureName(), "CDNA3");
+  EXPECT_EQ(gfx950.getArchitectureName(), "CDNA4");
   for (const ChipInfo *chip : {&gfx942, &gfx950}) {
-    const MfmaInstruction *small = chip->findFP8Mfma(16, 16, 32);
+    const MfmaLayout *small = chip->findFP8Mfma(16, 16, 32);
     ASSERT_NE(small, nullptr);
     EXPECT_EQ(small->mnemonic, "v_mfma_f32_16x16x32_fp8_fp8");
     ASSERT_NE(chip->findFP8Mfma(32, 32, 16), nullptr);
+    EXPECT_EQ(chip->findFP8Mfma(32, 32, 16, /*blockScaled=*/true), nullptr);
   }
   EXPECT_EQ(gfx942.findFP8Mfma(16, 16, 128), nullptr);
   EXPECT_EQ(gfx942.findFP8Mfma(32, 32, 64, /*blockScaled=*/true), nullptr);
-  const MfmaInstruction *scaled = gfx950.findFP8Mfma(16, 16, 128, true);
-  ASSERT_NE(scaled, nullptr);
-  EXPECT_EQ(scaled->mnemonic, "v_mfma_scale_f32_16x16x128_f8f6f4");
-  ASSERT_NE(gfx950.findFP8Mfma(32, 32, 64, true), nullptr);
-  ASSERT_NE(gfx950.findFP8Mfma(32, 32, 64), nullptr);
+  // A chip has exactly the records its architecture names.
+  for (const ChipInfo &chip : getSupportedChips())
+    for (const MfmaLayout &mfma : getMfmaLayouts())
+      EXPECT_EQ(llvm::is_contained(chip.getMfmas(), &mfma),
+                mfma.isOn(chip.arch))
+          << chip.name.str() << " " << mfma.mnemonic.str();
 }
 
 TEST(ChipTest, FP8FormatDiagnostics) {

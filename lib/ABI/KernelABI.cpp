@@ -1,0 +1,121 @@
+//===- KernelABI.cpp - The prequant-bmm kernel ABI ------------------------===//
+
+#include "mla-fp8/ABI/KernelABI.h"
+
+#include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir::mlafp8;
+using namespace mlir::mlafp8::kernel_abi;
+
+static const KernelArg kArgs[] = {
+    {kArgX, "x", ArgKind::Pointer, 0, 8,
+     "bf16/f16 activations, element (b, m, k) at b*x_stride_b + m*x_stride_m "
+     "+ k"},
+    {kArgW, "w", ArgKind::Pointer, 8, 8, "fp8 weights (B, N, K), K contiguous"},
+    {kArgWScale, "w_scale", ArgKind::Pointer, 16, 8,
+     "fp32 weight descale, 1 value (per_tensor) or B (per_batch)"},
+    {kArgBias, "bias", ArgKind::Pointer, 24, 8,
+     "(B, N) in the output type, or null"},
+    {kArgY, "y", ArgKind::Pointer, 32, 8,
+     "output, element (b, m, n) at b*y_stride_b + m*y_stride_m + n"},
+    {kArgM, "m", ArgKind::I64, 40, 8, "number of tokens"},
+    {kArgXStrideB, "x_stride_b", ArgKind::I64, 48, 8, "elements"},
+    {kArgXStrideM, "x_stride_m", ArgKind::I64, 56, 8, "elements"},
+    {kArgYStrideB, "y_stride_b", ArgKind::I64, 64, 8, "elements"},
+    {kArgYStrideM, "y_stride_m", ArgKind::I64, 72, 8, "elements"},
+    {kArgWorkspace, "workspace", ArgKind::Pointer, 80, 8,
+     "split-K partial sums and arrival counters, workspace_bytes_per_block * "
+     "B * ceil(M/block_m) bytes, zeroed once by its owner and left zeroed by "
+     "every launch; may be null when workspace_bytes_per_block is 0"},
+};
+static_assert(sizeof(kArgs) / sizeof(kArgs[0]) == kNumArgs,
+              "one row per ArgIndex");
+
+llvm::ArrayRef<KernelArg> kernel_abi::getKernelArgs() { return kArgs; }
+
+const KernelArg *kernel_abi::lookupKernelArg(llvm::StringRef name) {
+  for (const KernelArg &arg : kArgs)
+    if (arg.name == name)
+      return &arg;
+  return nullptr;
+}
+
+llvm::StringRef kernel_abi::stringifyArgKind(ArgKind kind) {
+  switch (kind) {
+  case ArgKind::Pointer:
+    return "pointer";
+  case ArgKind::I64:
+    return "i64";
+  }
+  llvm_unreachable("unknown argument kind");
+}
+
+llvm::StringRef kernel_abi::getMetadataValueKind(ArgKind kind) {
+  switch (kind) {
+  case ArgKind::Pointer:
+    return "global_buffer";
+  case ArgKind::I64:
+    return "by_value";
+  }
+  llvm_unreachable("unknown argument kind");
+}
+
+bool LaunchShape::isValid() const {
+  return n >= 1 && n <= kMaxN && blockM >= 1 && blockM <= kMaxTileDim &&
+         blockN >= 1 && blockN <= kMaxTileDim && waves >= 1 &&
+         waves <= kMaxWaves && splitK >= 1 && splitK <= kMaxSplitK;
+}
+
+std::array<int64_t, 3> kernel_abi::getGrid(const LaunchShape &shape, int64_t m,
+                                           int64_t batch) {
+  return {llvm::divideCeil(shape.n, shape.blockN) * shape.splitK,
+          llvm::divideCeil(m, shape.blockM), batch};
+}
+
+std::array<int64_t, 3> kernel_abi::getWorkgroupSize(const LaunchShape &shape) {
+  return {kWaveSize * shape.waves, 1, 1};
+}
+
+std::optional<int64_t>
+kernel_abi::getWorkspaceBytesPerBlock(const LaunchShape &shape) {
+  if (!shape.isValid())
+    return std::nullopt;
+  if (shape.splitK == 1)
+    return 0;
+  int64_t nTiles = llvm::divideCeil(shape.n, shape.blockN);
+  int64_t partials = nTiles * shape.splitK * shape.blockM * shape.blockN * 4;
+  // One u32 counter per N tile after the partials; blocks start 256 bytes
+  // apart so that every partial is 16-byte aligned for vector stores.
+  return llvm::alignTo(partials + 4 * nTiles, kWorkspaceAlignment);
+}
+
+std::optional<int64_t> kernel_abi::getWorkspaceBytes(const LaunchShape &shape,
+                                                     int64_t m, int64_t batch) {
+  std::optional<int64_t> perBlock = getWorkspaceBytesPerBlock(shape);
+  if (!perBlock || m < 0 || batch < 0)
+    return std::nullopt;
+  int64_t blocks = 0, bytes = 0;
+  if (__builtin_mul_overflow(llvm::divideCeil(m, shape.blockM), batch,
+                             &blocks) ||
+      __builtin_mul_overflow(blocks, *perBlock, &bytes))
+    return std::nullopt;
+  return bytes;
+}
+
+int64_t kernel_abi::getLDSBytes(int64_t blockM, int64_t groupSize) {
+  return blockM * groupSize + 4 * blockM;
+}
+
+std::string kernel_abi::getKernelSymbol(const KernelNameFields &f) {
+  std::string name = "mla_fp8_n" + std::to_string(f.n) + "_k" +
+                     std::to_string(f.k) + "_g" + std::to_string(f.groupSize) +
+                     "_" + f.outType;
+  if (f.perBatchScale)
+    name += "_pb";
+  if (f.hasBias)
+    name += "_bias";
+  name += "_" + f.chip + "_m" + std::to_string(f.minM) + "_" +
+          (f.maxM == 0 ? std::string("inf") : std::to_string(f.maxM));
+  return name;
+}
