@@ -17,6 +17,16 @@ static const MfmaLayout kMfmas[] = {
      false, kCDNA3 | kCDNA4},
     {"m32n32k16", "v_mfma_f32_32x32x16_fp8_fp8", 32, 32, 16, 8, 1, 4, 32, false,
      false, kCDNA3 | kCDNA4},
+    // gfx950's f8f6f4 family with fp8 operands: K = 128 is one quantization
+    // group of 128 per 16x16 block.
+    {"m16n16k128", "v_mfma_f32_16x16x128_f8f6f4", 16, 16, 128, 16, 2, 4, 32,
+     true, false, kCDNA4},
+    {"m32n32k64", "v_mfma_f32_32x32x64_f8f6f4", 32, 32, 64, 16, 2, 4, 64, true,
+     false, kCDNA4},
+    {"m16n16k128", "v_mfma_scale_f32_16x16x128_f8f6f4", 16, 16, 128, 16, 2, 4,
+     32, true, true, kCDNA4},
+    {"m32n32k64", "v_mfma_scale_f32_32x32x64_f8f6f4", 32, 32, 64, 16, 2, 4, 64,
+     true, true, kCDNA4},
 };
 
 OperandElement MfmaLayout::getOperandElement(unsigned lane,

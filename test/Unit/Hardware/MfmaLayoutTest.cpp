@@ -90,3 +90,30 @@ TEST(MfmaLayout, Lookup) {
     if (!mfma.blockScaled)
       EXPECT_EQ(lookupMfma(mfma.shapeName), &mfma);
 }
+
+// gfx950's f8f6f4 shapes with fp8 operands: two runs of 16 k per lane.
+TEST(MfmaLayout, F8F6F4ShapesMatchTheISA) {
+  const MfmaLayout *small = lookupMfma("m16n16k128");
+  const MfmaLayout *big = lookupMfma("m32n32k64");
+  ASSERT_TRUE(small && big);
+  EXPECT_EQ(small->getOperandBytesPerLane(), 32u);
+  EXPECT_EQ(big->getOperandBytesPerLane(), 32u);
+  for (unsigned lane = 0; lane < 64; ++lane)
+    for (unsigned t = 0; t < 32; ++t) {
+      // 16x16x128: k = 64 floor(t/16) + 16 floor(L/16) + t mod 16.
+      EXPECT_EQ(small->getOperandElement(lane, t).row, lane % 16);
+      EXPECT_EQ(small->getOperandElement(lane, t).k,
+                64 * (t / 16) + 16 * (lane / 16) + t % 16);
+      // 32x32x64: k = 32 floor(t/16) + 16 floor(L/32) + t mod 16.
+      EXPECT_EQ(big->getOperandElement(lane, t).row, lane % 32);
+      EXPECT_EQ(big->getOperandElement(lane, t).k,
+                32 * (t / 16) + 16 * (lane / 32) + t % 16);
+    }
+  const ChipInfo &gfx942 = *lookupChip("gfx942");
+  const ChipInfo &gfx950 = *lookupChip("gfx950");
+  EXPECT_EQ(gfx942.findFP8Mfma(16, 16, 128), nullptr);
+  EXPECT_EQ(gfx950.findFP8Mfma(16, 16, 128), small);
+  const MfmaLayout *scaled = gfx950.findFP8Mfma(32, 32, 64, true);
+  ASSERT_NE(scaled, nullptr);
+  EXPECT_EQ(scaled->mnemonic, "v_mfma_scale_f32_32x32x64_f8f6f4");
+}
