@@ -4,12 +4,13 @@
 // checking with messages that name the Python argument happens in the
 // mla_fp8 package; this module trusts its dtypes and shapes, re-checking only
 // what would otherwise corrupt memory. Only plain C++ headers are included
-// here (Reference/, Runtime/KernelTable.h, CAPI/): this file is built with
+// here (Reference/, Runtime/KernelTable.h, Embedding/): this file is built with
 // exceptions and RTTI, the LLVM-typed libraries without.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla-fp8/CAPI/Embedding.h"
+#include "mla-fp8/Embedding/Compiler.h"
+#include "mla-fp8/Embedding/Runtime.h"
 #include "mla-fp8/Reference/Formats.h"
 #include "mla-fp8/Reference/PrequantBmm.h"
 #include "mla-fp8/Runtime/Limits.h"
@@ -126,7 +127,7 @@ class PyBundle {
 public:
   explicit PyBundle(const std::string &dir) {
     std::string error;
-    bundle = capi::loadBundle(dir, error);
+    bundle = embedding::loadBundle(dir, error);
     if (!bundle)
       throw py::value_error(toPythonMessage(error));
   }
@@ -264,7 +265,7 @@ public:
     call.bias = biasData;
     call.y = static_cast<uint16_t *>(y.mutable_data());
     if (!emulator)
-      emulator = std::make_unique<capi::BundleEmulator>(bundle);
+      emulator = std::make_unique<embedding::BundleEmulator>(bundle);
     uint64_t instructions = 0;
     std::string error;
     bool ok;
@@ -280,7 +281,7 @@ public:
   std::shared_ptr<const runtime::LoadedBundle> bundle;
 
 private:
-  std::unique_ptr<capi::BundleEmulator> emulator;
+  std::unique_ptr<embedding::BundleEmulator> emulator;
 
   py::dict describe(const runtime::KernelEntry &e) const {
     for (size_t c = 0; c < bundle->chips.size(); ++c) {
@@ -353,7 +354,7 @@ void callReferencePrequantBmm(py::array x, int64_t xStrideB, int64_t xStrideM,
     throw py::value_error(error);
 }
 
-py::str checkedText(const capi::TextResult &result) {
+py::str checkedText(const embedding::TextResult &result) {
   if (!result.ok)
     throw py::value_error(result.text);
   return result.text;
@@ -438,13 +439,13 @@ PYBIND11_MODULE(_mla_fp8, m) {
   m.def(
       "parse_and_print",
       [](const std::string &ir, bool generic) {
-        return checkedText(capi::parseAndPrint(ir, generic));
+        return checkedText(embedding::parseAndPrint(ir, generic));
       },
       py::arg("ir"), py::arg("generic") = false);
   m.def(
       "run_pipeline",
       [](const std::string &ir, const std::string &pipeline, bool generic) {
-        return checkedText(capi::runPipeline(ir, pipeline, generic));
+        return checkedText(embedding::runPipeline(ir, pipeline, generic));
       },
       py::arg("ir"), py::arg("pipeline"), py::arg("generic") = false);
 
@@ -467,11 +468,11 @@ PYBIND11_MODULE(_mla_fp8, m) {
       .def("grid", &PyBundle::grid)
       .def("run_emulated", &PyBundle::runEmulated);
 
-  m.def("compiled_group_count", &capi::compiledGroupCount,
+  m.def("compiled_group_count", &embedding::compiledGroupCount,
         "Kernel groups this process has lowered (a counter inside the "
         "compiler)");
   m.def("generate_bundle", [](const py::dict &o) {
-    capi::GenerateOptions options;
+    embedding::GenerateOptions options;
     options.model = o["model"].cast<std::string>();
     options.heads = o["heads"].cast<int64_t>();
     options.kvLoraRank = o["kv_lora_rank"].cast<int64_t>();
@@ -488,15 +489,15 @@ PYBIND11_MODULE(_mla_fp8, m) {
     options.force = o["force"].cast<bool>();
     options.cacheDir = o["cache_dir"].cast<std::string>();
     options.jobs = o["jobs"].cast<unsigned>();
-    capi::GenerateResult r;
+    embedding::GenerateResult r;
     {
       py::gil_scoped_release release;
-      r = capi::generateBundle(options);
+      r = embedding::generateBundle(options);
     }
     if (!r.ok)
       throw py::value_error(toPythonMessage(r.error));
     py::list chips;
-    for (const capi::GeneratedChip &c : r.chips) {
+    for (const embedding::GeneratedChip &c : r.chips) {
       py::dict d;
       d["chip"] = c.chip;
       d["symbols"] = c.symbols;
@@ -512,7 +513,7 @@ PYBIND11_MODULE(_mla_fp8, m) {
     return result;
   });
   m.def("compile_spec", [](const py::dict &o) {
-    capi::CompileSpecOptions options;
+    embedding::CompileSpecOptions options;
     options.n = o["n"].cast<int64_t>();
     options.k = o["k"].cast<int64_t>();
     options.chip = o["chip"].cast<std::string>();
@@ -523,15 +524,15 @@ PYBIND11_MODULE(_mla_fp8, m) {
     options.weightScale = o["weight_scale"].cast<std::string>();
     options.maxM = o["max_m"].cast<int64_t>();
     options.withIsa = o["with_isa"].cast<bool>();
-    capi::CompileSpecResult r;
+    embedding::CompileSpecResult r;
     {
       py::gil_scoped_release release;
-      r = capi::compileSpec(options);
+      r = embedding::compileSpec(options);
     }
     if (!r.ok)
       throw py::value_error(toPythonMessage(r.error));
     py::list kernels;
-    for (const capi::CompiledKernel &k : r.kernels) {
+    for (const embedding::CompiledKernel &k : r.kernels) {
       py::dict d;
       d["symbol"] = k.symbol;
       d["min_m"] = k.minM;
