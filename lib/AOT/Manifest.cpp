@@ -2,12 +2,13 @@
 
 #include "mla-fp8/AOT/Manifest.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/AOT/Bundle.h"
-#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cassert>
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -21,26 +22,52 @@ llvm::json::Value mlir::mlafp8::tileToJSON(const TileConfig &t) {
       {"occupancy", t.occupancy}};
 }
 
-/// The kernarg meaning of each explicit argument, by position (DESIGN.md's
-/// bare-pointer ABI).
-static llvm::StringRef describeArgument(size_t index) {
-  static const char *const kMeanings[] = {
-      "x: bf16/f16 activations, element (b, m, k) at b*x_stride_b + "
-      "m*x_stride_m + k",
-      "w: fp8 weights (B, N, K), K contiguous",
-      "w_scale: fp32 weight descale, 1 value (per_tensor) or B (per_batch)",
-      "bias: (B, N) in the output type, or null",
-      "y: output, element (b, m, n) at b*y_stride_b + m*y_stride_m + n",
-      "m: number of tokens",
-      "x_stride_b: elements",
-      "x_stride_m: elements",
-      "y_stride_b: elements",
-      "y_stride_m: elements",
-      "workspace: split-K partial sums and arrival counters, "
-      "workspace_bytes_per_block * B * ceil(M/block_m) bytes, zeroed once by "
-      "its owner and left zeroed by every launch; may be null when "
-      "workspace_bytes_per_block is 0"};
-  return index < std::size(kMeanings) ? kMeanings[index] : "";
+static kernel_abi::LaunchShape getLaunchShape(const BundleKernel &k) {
+  return {k.group.shape.n, k.tile.blockM, k.tile.blockN, k.tile.waves,
+          k.tile.splitK};
+}
+
+/// The tile table bounds every tile (TileAttr's verifier), so the ABI's
+/// formulas accept every kernel a bundle holds.
+static int64_t getWorkspaceBytesPerBlock(const BundleKernel &k) {
+  std::optional<int64_t> bytes =
+      kernel_abi::getWorkspaceBytesPerBlock(getLaunchShape(k));
+  assert(bytes && "a tile beyond the kernel ABI's bounds");
+  return *bytes;
+}
+
+/// The kernel's `args`: the kernel ABI's explicit arguments, then the hidden
+/// ones the code object's metadata lists (none today).
+static llvm::json::Array renderArguments(const BundleKernel &k) {
+  llvm::json::Array args;
+  for (const kernel_abi::KernelArg &a : kernel_abi::getKernelArgs())
+    args.push_back(
+        llvm::json::Object{{"name", a.name},
+                           {"offset", a.offset},
+                           {"size", a.size},
+                           {"kind", kernel_abi::getMetadataValueKind(a.kind)},
+                           {"meaning", a.description}});
+  for (const KernelArgMetadata &a : k.metadata.args)
+    if (llvm::StringRef(a.valueKind).starts_with("hidden_"))
+      args.push_back(
+          llvm::json::Object{{"offset", static_cast<int64_t>(a.offset)},
+                             {"size", static_cast<int64_t>(a.size)},
+                             {"kind", a.valueKind}});
+  return args;
+}
+
+/// The grid as the manifest writes it: constants as integers, formulas of M
+/// and B as text.
+static llvm::json::Object renderGrid(const BundleKernel &k) {
+  llvm::json::Object grid;
+  std::array<kernel_abi::GridDim, 3> dims =
+      kernel_abi::getGridDims(getLaunchShape(k));
+  const char *names[] = {"x", "y", "z"};
+  for (int i = 0; i < 3; ++i)
+    grid[names[i]] = dims[i].var == kernel_abi::GridDim::Var::None
+                         ? llvm::json::Value(dims[i].value)
+                         : llvm::json::Value(dims[i].str());
+  return grid;
 }
 
 std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
@@ -51,18 +78,8 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
     llvm::json::Array kernels;
     for (const BundleKernel &k : chip.kernels) {
       const KernelGroupSpec &g = k.group;
-      llvm::json::Array args;
-      size_t explicitIndex = 0;
-      for (const KernelArgMetadata &a : k.metadata.args) {
-        bool hidden = llvm::StringRef(a.valueKind).starts_with("hidden_");
-        llvm::json::Object arg{{"offset", static_cast<int64_t>(a.offset)},
-                               {"size", static_cast<int64_t>(a.size)},
-                               {"kind", a.valueKind}};
-        if (!hidden)
-          arg["meaning"] = describeArgument(explicitIndex++);
-        args.push_back(std::move(arg));
-      }
-      int64_t wgSize = k.tile.waves * 64;
+      std::array<int64_t, 3> wg =
+          kernel_abi::getWorkgroupSize(getLaunchShape(k));
       kernels.push_back(llvm::json::Object{
           {"symbol", k.symbol},
           {"projection", g.shape.name},
@@ -80,15 +97,9 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
           {"min_m", k.tile.minM},
           {"max_m", k.tile.maxM},
           {"tile", tileToJSON(k.tile)},
-          {"workgroup_size", llvm::json::Array{wgSize, 1, 1}},
-          {"grid",
-           llvm::json::Object{
-               {"x",
-                llvm::divideCeil(g.shape.n, k.tile.blockN) * k.tile.splitK},
-               {"y", llvm::formatv("ceil(M/{0})", k.tile.blockM).str()},
-               {"z", "B"}}},
-          {"workspace_bytes_per_block",
-           getWorkspaceBytesPerBlock(k.tile, g.shape.n)},
+          {"workgroup_size", llvm::json::Array{wg[0], wg[1], wg[2]}},
+          {"grid", renderGrid(k)},
+          {"workspace_bytes_per_block", getWorkspaceBytesPerBlock(k)},
           {"lds_bytes", static_cast<int64_t>(k.metadata.groupSegmentFixedSize)},
           {"scratch_bytes",
            static_cast<int64_t>(k.metadata.privateSegmentFixedSize)},
@@ -102,7 +113,7 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
           {"kernarg_size", static_cast<int64_t>(k.metadata.kernargSegmentSize)},
           {"kernarg_align",
            static_cast<int64_t>(k.metadata.kernargSegmentAlign)},
-          {"args", std::move(args)}});
+          {"args", renderArguments(k)}});
     }
     chipArray.push_back(llvm::json::Object{
         {"chip", chip.chip},
@@ -133,11 +144,22 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
   os << "/* Generated by mla-fp8-aot " << getCompilerVersion()
      << ". Do not edit. */\n"
         "#ifndef MLA_FP8_KERNELS_H\n#define MLA_FP8_KERNELS_H\n\n"
-        "#include <stdint.h>\n\n"
-        "/* Kernel arguments, in kernarg order: x, w, w_scale, bias (or null), "
-        "y (pointers),\n   then m, x_stride_b, x_stride_m, y_stride_b, "
-        "y_stride_m, workspace (see manifest.json\n   for offsets). Grid: "
-        "(ceil(n/block_n) * split_k, ceil(M/block_m), B). */\n"
+        "#include <stdint.h>\n\n";
+  // The kernel ABI's argument table, then its offsets as constants.
+  os << "/* Kernel arguments, in kernarg order (" << kernel_abi::kKernargBytes
+     << " bytes):\n";
+  for (const kernel_abi::KernelArg &a : kernel_abi::getKernelArgs()) {
+    assert(!a.description.contains("*/") && "would end the C comment");
+    os << llvm::formatv("   {0,2} {1,-10} {2,-7} {3}\n", a.offset, a.name,
+                        kernel_abi::stringifyArgKind(a.kind), a.description);
+  }
+  os << "   Grid: (ceil(n/block_n) * split_k, ceil(M/block_m), B); "
+        "workgroup: (workgroup_size, 1, 1). */\n"
+        "enum {\n";
+  for (const kernel_abi::KernelArg &a : kernel_abi::getKernelArgs())
+    os << "  mla_fp8_arg_" << a.name << "_offset = " << a.offset << ",\n";
+  os << "  mla_fp8_kernarg_bytes = " << kernel_abi::kKernargBytes
+     << "\n};\n\n"
         "typedef struct mla_fp8_kernel {\n"
         "  const char *chip;        /* code object: <chip>.hsaco */\n"
         "  const char *symbol;\n"
@@ -165,9 +187,9 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
           g.fp8Type, g.outType,
           g.weightScale == WeightScale::PerTensor ? "per_tensor" : "per_batch",
           k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
-          k.tile.waves * 64, k.metadata.groupSegmentFixedSize,
-          k.metadata.kernargSegmentSize,
-          getWorkspaceBytesPerBlock(k.tile, g.shape.n), g.hasBias ? 1 : 0);
+          kernel_abi::getWorkgroupSize(getLaunchShape(k))[0],
+          k.metadata.groupSegmentFixedSize, k.metadata.kernargSegmentSize,
+          getWorkspaceBytesPerBlock(k), g.hasBias ? 1 : 0);
       ++count;
     }
   os << "};\n\nenum { mla_fp8_num_kernels = " << count

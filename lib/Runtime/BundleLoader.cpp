@@ -41,8 +41,8 @@ checkManifestDigest(llvm::StringRef dir, llvm::StringRef manifest) {
   llvm::Expected<std::string> text = readRegularFile(path, 256);
   if (!text)
     return makeError(llvm::toString(text.takeError()) +
-                     " (a schema 2 bundle records the SHA-256 of its "
-                     "manifest.json there)");
+                     " (a bundle records the SHA-256 of its manifest.json "
+                     "there since schema 2)");
   llvm::StringRef line = *text;
   llvm::StringRef hex = line.take_front(64);
   if (line.size() != 64 + 2 + 13 + 1 ||
@@ -209,9 +209,10 @@ mlir::mlafp8::runtime::loadBundleFromManifest(llvm::StringRef dir,
       KernelEntry entry;
       entry.chip = chip.chip;
       entry.codeObject = chip.codeObject;
-      readKernel(r, *k, kernelPath, entry);
+      std::array<kernel_abi::GridDim, 3> grid;
+      readKernel(r, *k, kernelPath, entry, grid);
       if (!r.failed())
-        checkKernelFields(r, kernelPath, entry);
+        checkKernelFields(r, kernelPath, entry, grid);
       if (!r.failed())
         checkKernelMetadata(r, kernelPath, entry, metadata,
                             chip.codeObjectFile);

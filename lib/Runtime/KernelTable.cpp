@@ -2,25 +2,26 @@
 
 #include "mla-fp8/Runtime/KernelTable.h"
 
+#include "LaunchShape.h"
+
 #include <algorithm>
 #include <limits>
 
 using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::runtime;
 
-uint64_t GridDim::evaluate(int64_t m, int64_t b) const {
-  if (kind == Kind::Constant)
-    return static_cast<uint64_t>(std::max<int64_t>(value, 0));
-  uint64_t var =
-      static_cast<uint64_t>(std::max<int64_t>(kind == Kind::M ? m : b, 0));
-  uint64_t divisor = static_cast<uint64_t>(std::max<int64_t>(value, 1));
-  // var / divisor rounded up, without forming var + divisor - 1.
-  return var / divisor + (var % divisor != 0);
+std::array<uint64_t, 3> KernelEntry::getGrid(int64_t m, int64_t b) const {
+  kernel_abi::LaunchShape shape = getLaunchShape(*this);
+  if (!shape.isValid())
+    return {0, 0, 0};
+  std::array<int64_t, 3> grid = kernel_abi::getGrid(shape, m, b);
+  return {uint64_t(grid[0]), uint64_t(grid[1]), uint64_t(grid[2])};
 }
 
-std::array<uint64_t, 3> KernelEntry::getGrid(int64_t m, int64_t b) const {
-  return {grid[0].evaluate(m, b), grid[1].evaluate(m, b),
-          grid[2].evaluate(m, b)};
+uint64_t KernelEntry::getWorkspaceBytes(int64_t m, int64_t b) const {
+  std::optional<int64_t> bytes = kernel_abi::getWorkspaceBytes(
+      getLaunchShape(*this), std::max<int64_t>(m, 0), std::max<int64_t>(b, 0));
+  return bytes ? uint64_t(*bytes) : std::numeric_limits<uint64_t>::max();
 }
 
 std::string KernelEntry::checkLaunch(int64_t m, int64_t b) const {
@@ -29,6 +30,8 @@ std::string KernelEntry::checkLaunch(int64_t m, int64_t b) const {
   if (m > kMaxManifestM)
     return "M = " + std::to_string(m) + " is above the largest M a kernel " +
            "indexes, " + std::to_string(kMaxManifestM);
+  if (!getLaunchShape(*this).isValid())
+    return "kernel '" + symbol + "' has a tile outside the kernel ABI's bounds";
   if (workgroupSize[0] == 0 || workgroupSize[1] == 0 || workgroupSize[2] == 0)
     return "kernel '" + symbol + "' has no workgroup size";
   std::array<uint64_t, 3> dims = getGrid(m, b);

@@ -7,7 +7,7 @@
 
 #include "ManifestReader.h"
 
-#include "mla-fp8/ABI/KernelABI.h"
+#include "LaunchShape.h"
 
 #include <algorithm>
 #include <limits>
@@ -16,6 +16,8 @@ using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::runtime;
 namespace json = llvm::json;
 
+using kernel_abi::GridDim;
+
 /// Parses one grid dimension: an integer, "M", "B" or "ceil(M/<n>)" /
 /// "ceil(B/<n>)" with 1 <= n < 2^32, constants below 2^32.
 static std::optional<GridDim> parseGridDim(const json::Value &v) {
@@ -23,46 +25,35 @@ static std::optional<GridDim> parseGridDim(const json::Value &v) {
   if (std::optional<int64_t> i = v.getAsInteger()) {
     if (*i < 0 || *i > kMax)
       return std::nullopt;
-    return GridDim{GridDim::Kind::Constant, *i};
+    return GridDim{GridDim::Var::None, *i};
   }
   std::optional<llvm::StringRef> s = v.getAsString();
   if (!s)
     return std::nullopt;
   llvm::StringRef text = s->trim();
-  auto varKind = [](llvm::StringRef var) -> std::optional<GridDim::Kind> {
+  auto parseVar = [](llvm::StringRef var) -> std::optional<GridDim::Var> {
     if (var == "M")
-      return GridDim::Kind::M;
+      return GridDim::Var::M;
     if (var == "B")
-      return GridDim::Kind::B;
+      return GridDim::Var::B;
     return std::nullopt;
   };
-  if (std::optional<GridDim::Kind> kind = varKind(text))
-    return GridDim{*kind, 1};
+  if (std::optional<GridDim::Var> var = parseVar(text))
+    return GridDim{*var, 1};
   if (!text.consume_front("ceil(") || !text.consume_back(")"))
     return std::nullopt;
-  auto [var, divisor] = text.split('/');
-  std::optional<GridDim::Kind> kind = varKind(var.trim());
+  auto [name, divisor] = text.split('/');
+  std::optional<GridDim::Var> var = parseVar(name.trim());
   // getAsInteger fails on overflow rather than wrapping.
   uint64_t d;
-  if (!kind || divisor.trim().getAsInteger(10, d) || d < 1 ||
-      d > uint64_t(kMax))
+  if (!var || divisor.trim().getAsInteger(10, d) || d < 1 || d > uint64_t(kMax))
     return std::nullopt;
-  return GridDim{*kind, int64_t(d)};
+  return GridDim{*var, int64_t(d)};
 }
 
-static std::string describeGridDim(const GridDim &d) {
-  switch (d.kind) {
-  case GridDim::Kind::Constant:
-    return std::to_string(d.value);
-  case GridDim::Kind::M:
-  case GridDim::Kind::B: {
-    std::string var = d.kind == GridDim::Kind::M ? "M" : "B";
-    return d.value == 1
-               ? "\"" + var + "\""
-               : "\"ceil(" + var + "/" + std::to_string(d.value) + ")\"";
-  }
-  }
-  return "";
+/// A grid dimension as the manifest writes it: text is quoted.
+static std::string quoteGridDim(const GridDim &d) {
+  return d.var == GridDim::Var::None ? d.str() : "\"" + d.str() + "\"";
 }
 
 namespace {
@@ -88,7 +79,8 @@ bool runtime::isSupportedChip(llvm::StringRef chip) {
 }
 
 void runtime::readKernel(ManifestReader &r, const json::Object &o,
-                         const std::string &path, KernelEntry &e) {
+                         const std::string &path, KernelEntry &e,
+                         std::array<GridDim, 3> &grid) {
   using R = ManifestReader;
   e.symbol = r.getString(o, "symbol", path);
   e.projection = r.getChoice(o, "projection", path, {"k_up", "v_up"});
@@ -140,11 +132,11 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
         e.workgroupSize[i] = static_cast<uint32_t>(*v);
     }
   }
-  if (const json::Object *grid = r.getObject(o, "grid", path)) {
+  if (const json::Object *dims = r.getObject(o, "grid", path)) {
     std::string gridPath = R::join(path, "grid");
     const char *names[] = {"x", "y", "z"};
     for (int i = 0; i < 3; ++i) {
-      const json::Value *v = r.get(*grid, names[i], gridPath);
+      const json::Value *v = r.get(*dims, names[i], gridPath);
       if (!v)
         continue;
       std::optional<GridDim> dim = parseGridDim(*v);
@@ -153,7 +145,7 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
                "expected an integer below 2^32, \"M\", \"B\" or "
                "\"ceil(M/<n>)\" with 1 <= n < 2^32");
       else
-        e.grid[i] = *dim;
+        grid[i] = *dim;
     }
   }
   e.kernargSize =
@@ -194,25 +186,33 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
     if (arg.isHidden()) {
       arg.name = arg.kind;
     } else {
-      // Explicit arguments come first, in the ABI's order: the position
-      // names them; `meaning`, when given, must agree.
-      if (explicitCount >= kernel_abi::getKernelArgs().size() ||
-          explicitCount != i) {
-        r.fail(argPath, "an explicit argument after the kernel ABI's " +
-                            std::to_string(kernel_abi::getKernelArgs().size()));
+      // Explicit arguments come first, in the kernel ABI's order. Each is
+      // named by its `name`, whose ABI row gives its place, offset, size and
+      // kind; `meaning` is for people and never parsed.
+      arg.name = r.getString(*a, "name", argPath);
+      if (r.failed())
+        break;
+      const kernel_abi::KernelArg *expected =
+          kernel_abi::lookupKernelArg(arg.name);
+      if (!expected) {
+        r.fail(R::join(argPath, "name"),
+               "'" + arg.name + "' is not an argument of the kernel ABI");
         break;
       }
-      const kernel_abi::KernelArg &expected =
-          kernel_abi::getKernelArgs()[explicitCount++];
+      if (expected->index != i) {
+        r.fail(R::join(argPath, "name"),
+               llvm::formatv("'{0}' is argument {1} of the kernel ABI, not {2}",
+                             arg.name, expected->index, i));
+        break;
+      }
       llvm::StringRef valueKind =
-          kernel_abi::getMetadataValueKind(expected.kind);
-      arg.name = std::string(expected.name);
-      if (arg.offset != expected.offset || arg.size != expected.size ||
+          kernel_abi::getMetadataValueKind(expected->kind);
+      if (arg.offset != expected->offset || arg.size != expected->size ||
           arg.kind != valueKind) {
         r.fail(argPath, llvm::formatv("expected the ABI's '{0}' argument: "
                                       "offset {1}, size {2}, kind {3}",
-                                      expected.name, expected.offset,
-                                      expected.size, valueKind));
+                                      expected->name, expected->offset,
+                                      expected->size, valueKind));
         break;
       }
       if (const json::Value *meaning = a->get("meaning")) {
@@ -222,13 +222,8 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
           break;
         }
         arg.meaning = text->str();
-        if (text->split(':').first.trim() != arg.name) {
-          r.fail(R::join(argPath, "meaning"),
-                 "describes another argument than the ABI's '" + arg.name +
-                     "'");
-          break;
-        }
       }
+      ++explicitCount;
     }
     e.args.push_back(std::move(arg));
   }
@@ -240,7 +235,8 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
 }
 
 void runtime::checkKernelFields(ManifestReader &r, const std::string &path,
-                                const KernelEntry &e) {
+                                const KernelEntry &e,
+                                const std::array<GridDim, 3> &grid) {
   using R = ManifestReader;
   const ChipFacts *chip = lookupChip(e.chip);
   if (chip && e.fp8Type != chip->fp8Type) {
@@ -283,35 +279,34 @@ void runtime::checkKernelFields(ManifestReader &r, const std::string &path,
     return;
   }
 
-  std::array<uint32_t, 3> wg = {uint32_t(e.waves * 64), 1, 1};
+  kernel_abi::LaunchShape shape = getLaunchShape(e);
+  std::array<int64_t, 3> abiWorkgroup = kernel_abi::getWorkgroupSize(shape);
+  std::array<uint32_t, 3> wg = {uint32_t(abiWorkgroup[0]),
+                                uint32_t(abiWorkgroup[1]),
+                                uint32_t(abiWorkgroup[2])};
   if (e.workgroupSize != wg) {
     r.fail(R::join(path, "workgroup_size"),
-           llvm::formatv("expected [{0}, 1, 1] for {1} waves, got [{2}, {3}, "
-                         "{4}]",
-                         wg[0], e.waves, e.workgroupSize[0], e.workgroupSize[1],
-                         e.workgroupSize[2]));
+           llvm::formatv("expected [{0}, {1}, {2}] for {3} waves, got [{4}, "
+                         "{5}, {6}]",
+                         wg[0], wg[1], wg[2], e.waves, e.workgroupSize[0],
+                         e.workgroupSize[1], e.workgroupSize[2]));
     return;
   }
 
-  GridDim x{GridDim::Kind::Constant,
-            (e.n + e.blockN - 1) / e.blockN * e.splitK};
-  GridDim y{GridDim::Kind::M, e.blockM};
-  GridDim z{GridDim::Kind::B, 1};
+  std::array<GridDim, 3> expectedGrid = kernel_abi::getGridDims(shape);
   const char *names[] = {"x", "y", "z"};
-  const GridDim expectedGrid[] = {x, y, z};
   for (int i = 0; i < 3; ++i) {
-    if (e.grid[i].kind == expectedGrid[i].kind &&
-        e.grid[i].value == expectedGrid[i].value)
+    if (grid[i] == expectedGrid[i])
       continue;
     r.fail(R::join(R::join(path, "grid"), names[i]),
-           "expected " + describeGridDim(expectedGrid[i]) +
-               " (ceil(n/block_n)*split_k, ceil(M/block_m), B), got " +
-               describeGridDim(e.grid[i]));
+           "expected " + quoteGridDim(expectedGrid[i]) +
+               " (the kernel ABI's grid for the tile), got " +
+               quoteGridDim(grid[i]));
     return;
   }
 
-  std::optional<int64_t> workspace = kernel_abi::getWorkspaceBytesPerBlock(
-      {e.n, e.blockM, e.blockN, e.waves, e.splitK});
+  std::optional<int64_t> workspace =
+      kernel_abi::getWorkspaceBytesPerBlock(shape);
   if (!workspace || uint64_t(*workspace) != e.workspaceBytesPerBlock)
     r.fail(R::join(path, "workspace_bytes_per_block"),
            llvm::formatv("expected {0} for the tile, got {1}",

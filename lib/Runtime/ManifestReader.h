@@ -9,6 +9,7 @@
 #ifndef MLA_FP8_LIB_RUNTIME_MANIFESTREADER_H
 #define MLA_FP8_LIB_RUNTIME_MANIFESTREADER_H
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/CodeObject/Metadata.h"
 #include "mla-fp8/Runtime/KernelTable.h"
 
@@ -129,14 +130,18 @@ private:
   std::string message;
 };
 
-/// Reads every field of one kernel entry, range-checked.
+/// Reads every field of one kernel entry, range-checked; the manifest's
+/// `grid` goes to `grid` (the entry takes its grid from the kernel ABI).
 void readKernel(ManifestReader &r, const llvm::json::Object &o,
-                const std::string &path, KernelEntry &e);
+                const std::string &path, KernelEntry &e,
+                std::array<kernel_abi::GridDim, 3> &grid);
 
 /// Checks what the kernel ABI implies from the entry's own fields: the
-/// symbol's name, the grid, the workgroup size and the workspace.
+/// symbol's name, the workgroup size, the manifest's `grid` and the
+/// workspace.
 void checkKernelFields(ManifestReader &r, const std::string &path,
-                       const KernelEntry &e);
+                       const KernelEntry &e,
+                       const std::array<kernel_abi::GridDim, 3> &grid);
 
 /// Checks the entry against the code object's metadata for its symbol.
 void checkKernelMetadata(ManifestReader &r, const std::string &path,

@@ -23,8 +23,10 @@ struct BundleOptions;
 struct ChipBundle;
 
 /// Version of the manifest.json layout; bump on any incompatible change.
-/// Version 2 added manifest.sha256 beside the manifest.
-inline constexpr int kManifestSchemaVersion = 2;
+/// Version 2 added manifest.sha256 beside the manifest; version 3 names each
+/// explicit argument (`name`, from the kernel ABI) instead of leaving the
+/// name to the prose of `meaning`.
+inline constexpr int kManifestSchemaVersion = 3;
 
 /// The manifest's `tile` object of a kernel (also the cache index's).
 llvm::json::Value tileToJSON(const TileConfig &tile);
