@@ -27,13 +27,14 @@ static kernel_abi::LaunchShape getLaunchShape(const BundleKernel &k) {
           k.tile.splitK};
 }
 
-/// The tile table bounds every tile (TileAttr's verifier), so the ABI's
-/// formulas accept every kernel a bundle holds.
+/// TileAttr's verifier bounds every tile, so the ABI's formula accepts every
+/// kernel a bundle holds; were it not, -1 makes the loader refuse the
+/// manifest.
 static int64_t getWorkspaceBytesPerBlock(const BundleKernel &k) {
   std::optional<int64_t> bytes =
       kernel_abi::getWorkspaceBytesPerBlock(getLaunchShape(k));
   assert(bytes && "a tile beyond the kernel ABI's bounds");
-  return *bytes;
+  return bytes.value_or(-1);
 }
 
 /// The kernel's `args`: the kernel ABI's explicit arguments, then the hidden

@@ -85,7 +85,8 @@ struct KernelEntry {
     return m >= minM && (maxM == 0 || m <= maxM);
   }
   /// Workgroups per dimension for `m` tokens and `b` batches, as the kernel
-  /// ABI gives them for the tile; y is 0 (no launch) when m is 0. Never
+  /// ABI gives them for the tile; y is 0 (no launch) when m is 0, and all are
+  /// 0 for a tile outside the ABI's bounds (checkLaunch says why). Never
   /// overflows.
   std::array<uint64_t, 3> getGrid(int64_t m, int64_t b) const;
   /// Checks a launch for `m` tokens and `b` batches against what the kernel
