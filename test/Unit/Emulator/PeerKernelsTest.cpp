@@ -32,11 +32,23 @@ const PeerKernel kPeers[] = {
     {"triton_gfx942_N128_K512_BM32_BN64_w8.hsaco", 128, 512, 32, 64, 12288},
 };
 
-/// The reference check (Runtime/Verify.h) of `pk`, launched with the peer
-/// argument layout and `lds` bytes of dynamic LDS.
-runtime::VerifyResult verifyPeer(Emulator &emulator, const PeerKernel &pk,
+/// The reference check (Runtime/Verify.h) of `pk`, loaded from `dir` and
+/// launched with the peer argument layout and `lds` bytes of dynamic LDS.
+runtime::VerifyResult verifyPeer(const std::string &dir, const PeerKernel &pk,
                                  const runtime::VerifyProblem &problem,
                                  unsigned lds) {
+  runtime::VerifyResult failed;
+  auto co = CodeObject::fromFile(dir + "/" + pk.file);
+  if (!co) {
+    failed.error = llvm::toString(co.takeError());
+    return failed;
+  }
+  auto emulator =
+      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
+  if (!emulator) {
+    failed.error = llvm::toString(emulator.takeError());
+    return failed;
+  }
   runtime::KernelEntry peer;
   peer.symbol = "prequant_bmm";
   peer.chip = "gfx942";
@@ -54,7 +66,7 @@ runtime::VerifyResult verifyPeer(Emulator &emulator, const PeerKernel &pk,
   return runtime::verifyPrequantBmm(
       peer, problem,
       [&](const runtime::PrequantBmmCall &call, unsigned threads) {
-        return runtime::launchTritonPeer(emulator, peer.symbol, pk.n, pk.k,
+        return runtime::launchTritonPeer(**emulator, peer.symbol, pk.n, pk.k,
                                          call, launch, threads);
       });
 }
@@ -66,18 +78,12 @@ TEST_P(PeerKernelTest, MatchesReference) {
   auto [which, m, transposeY] = GetParam();
   const PeerKernel &pk = kPeers[which];
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + pk.file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu)) << llvm::toString(emu.takeError());
   runtime::VerifyProblem p;
   p.batch = 2;
   p.m = m;
   p.seed = 1000 + m;
   p.y.tokenMajor = transposeY;
-  runtime::VerifyResult res = verifyPeer(**emu, pk, p, pk.lds);
+  runtime::VerifyResult res = verifyPeer(peerDir, pk, p, pk.lds);
   EXPECT_TRUE(res.passed()) << res.error << res.message;
   // SPEC.md: within 1 bf16 ulp (plus f32 accumulation noise).
   EXPECT_LE(res.maxUlp, 1.0);
@@ -92,32 +98,20 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(PeerKernels, ZeroRowsWritesNothing) {
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + kPeers[0].file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu));
   runtime::VerifyProblem p;
   p.batch = 2;
   p.m = 0;
-  runtime::VerifyResult res = verifyPeer(**emu, kPeers[0], p, 18432);
+  runtime::VerifyResult res = verifyPeer(peerDir, kPeers[0], p, 18432);
   EXPECT_TRUE(res.passed()) << res.error << res.message;
   EXPECT_EQ(res.stats.waves, 0u);
 }
 
 TEST(PeerKernels, TooLittleLdsIsReported) {
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + kPeers[0].file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co));
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu));
   runtime::VerifyProblem p;
   p.batch = 1;
   p.m = 16;
-  runtime::VerifyResult res = verifyPeer(**emu, kPeers[0], p, 1024);
+  runtime::VerifyResult res = verifyPeer(peerDir, kPeers[0], p, 1024);
   ASSERT_FALSE(res.passed());
   EXPECT_NE(res.error.find("out-of-bounds LDS"), std::string::npos)
       << res.error;
@@ -130,22 +124,16 @@ namespace {
 
 TEST(PeerKernels, ThreadedDispatchMatchesSerial) {
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + kPeers[1].file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co));
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu));
   runtime::VerifyProblem p;
   p.batch = 3;
   p.m = 40;
   p.threads = 1;
-  runtime::VerifyResult serial = verifyPeer(**emu, kPeers[1], p, 12288);
+  runtime::VerifyResult serial = verifyPeer(peerDir, kPeers[1], p, 12288);
   ASSERT_TRUE(serial.passed()) << serial.error << serial.message;
   // The same bits with three threads, and the same instructions executed.
   p.threads = 3;
   p.repeatThreads = {1};
-  runtime::VerifyResult threaded = verifyPeer(**emu, kPeers[1], p, 12288);
+  runtime::VerifyResult threaded = verifyPeer(peerDir, kPeers[1], p, 12288);
   EXPECT_TRUE(threaded.passed()) << threaded.error << threaded.message;
   EXPECT_EQ(threaded.maxAbsError, serial.maxAbsError);
   EXPECT_EQ(threaded.stats.instructions, serial.stats.instructions);
