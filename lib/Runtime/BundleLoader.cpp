@@ -14,6 +14,7 @@
 
 #include "mla-fp8/CodeObject/File.h"
 #include "mla-fp8/CodeObject/Metadata.h"
+#include "mla-fp8/Hardware/Chip.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -166,9 +167,9 @@ mlir::mlafp8::runtime::loadBundleFromManifest(llvm::StringRef dir,
         r.getArray(*o, "kernels", path, kMaxManifestKernelsPerChip);
     if (r.failed())
       return r.takeError();
-    if (!isSupportedChip(chip.chip)) {
+    if (!lookupChip(chip.chip)) {
       r.fail(ManifestReader::join(path, "chip"),
-             "unsupported chip '" + chip.chip + "' (gfx942, gfx950)");
+             describeUnsupportedChip(chip.chip));
       return r.takeError();
     }
     if (bundle.findChip(chip.chip)) {

@@ -9,6 +9,8 @@
 
 #include "LaunchShape.h"
 
+#include "mla-fp8/Hardware/Chip.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -54,28 +56,6 @@ static std::optional<GridDim> parseGridDim(const json::Value &v) {
 /// A grid dimension as the manifest writes it: text is quoted.
 static std::string quoteGridDim(const GridDim &d) {
   return d.var == GridDim::Var::None ? d.str() : "\"" + d.str() + "\"";
-}
-
-namespace {
-/// A chip the loader knows: its fp8 format.
-struct ChipFacts {
-  llvm::StringRef chip;
-  llvm::StringRef fp8Type;
-};
-} // namespace
-
-static const ChipFacts kChips[] = {{"gfx942", "f8E4M3FNUZ"},
-                                   {"gfx950", "f8E4M3FN"}};
-
-static const ChipFacts *lookupChip(llvm::StringRef chip) {
-  for (const ChipFacts &facts : kChips)
-    if (facts.chip == chip)
-      return &facts;
-  return nullptr;
-}
-
-bool runtime::isSupportedChip(llvm::StringRef chip) {
-  return lookupChip(chip) != nullptr;
 }
 
 void runtime::readKernel(ManifestReader &r, const json::Object &o,
@@ -238,11 +218,12 @@ void runtime::checkKernelFields(ManifestReader &r, const std::string &path,
                                 const KernelEntry &e,
                                 const std::array<GridDim, 3> &grid) {
   using R = ManifestReader;
-  const ChipFacts *chip = lookupChip(e.chip);
-  if (chip && e.fp8Type != chip->fp8Type) {
+  // The kernels compute with the chip's E4M3 format.
+  const ChipInfo *chip = lookupChip(e.chip);
+  if (chip && e.fp8Type != chip->fp8E4M3TypeName) {
     r.fail(R::join(path, "fp8_type"),
            llvm::formatv("{0} kernels use \"{1}\", got \"{2}\"", e.chip,
-                         chip->fp8Type, e.fp8Type));
+                         chip->fp8E4M3TypeName, e.fp8Type));
     return;
   }
 

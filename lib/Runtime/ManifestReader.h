@@ -154,9 +154,6 @@ void checkKernelMetadata(ManifestReader &r, const std::string &path,
 void checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
                    const std::vector<KernelEntry> &kernels);
 
-/// Whether the loader knows `chip`.
-bool isSupportedChip(llvm::StringRef chip);
-
 } // namespace mlir::mlafp8::runtime
 
 #endif // MLA_FP8_LIB_RUNTIME_MANIFESTREADER_H

@@ -384,7 +384,8 @@ TEST_F(BundleLoaderTest, ChipOfAnotherCodeObjectIsRefused) {
 
 TEST_F(BundleLoaderTest, UnknownChipIsRefused) {
   bundle.chip()["chip"] = "gfx90a";
-  expectRefused("field 'chips[0].chip': unsupported chip 'gfx90a'");
+  expectRefused("field 'chips[0].chip': unknown chip 'gfx90a'; supported "
+                "chips: gfx942, gfx950");
 }
 
 TEST_F(BundleLoaderTest, HugeCodeObjectSizeIsRefused) {
