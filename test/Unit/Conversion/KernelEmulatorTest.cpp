@@ -9,7 +9,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla-fp8/ABI/KernelABI.h"
-#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mla-fp8/Pipelines/Pipelines.h"
 #include "mla-fp8/Runtime/Verify.h"
@@ -122,9 +121,17 @@ runtime::KernelEntry describeKernel(const Case &c, const TileConfig &tile,
                                     std::shared_ptr<const std::string> code) {
   runtime::KernelEntry e;
   e.chip = c.chip;
-  KernelShape shape{c.N,        c.K,   c.groupSize, c.f16 ? "f16" : "bf16",
-                    c.perBatch, c.bias};
-  e.symbol = getKernelName(shape, c.chip, tile);
+  kernel_abi::KernelNameFields name;
+  name.n = c.N;
+  name.k = c.K;
+  name.groupSize = c.groupSize;
+  name.outType = c.f16 ? "f16" : "bf16";
+  name.perBatchScale = c.perBatch;
+  name.hasBias = c.bias;
+  name.chip = c.chip;
+  name.minM = tile.minM;
+  name.maxM = tile.maxM;
+  e.symbol = kernel_abi::getKernelSymbol(name);
   e.n = c.N;
   e.k = c.K;
   e.groupSize = c.groupSize;
