@@ -14,15 +14,6 @@
 using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::runtime;
 
-/// Spacing of the output type's values at the magnitude of `v`.
-static double outputUlp(double v, OutType type) {
-  int mantissa = type == OutType::BF16 ? 7 : 10;
-  int minExp = type == OutType::BF16 ? -126 : -14;
-  v = std::fabs(v);
-  int e = v > 0 ? std::max(std::ilogb(v), minExp) : minExp;
-  return std::ldexp(1.0, e - mantissa);
-}
-
 static std::optional<OutType> parseHalfType(llvm::StringRef name) {
   if (name == "bf16")
     return OutType::BF16;
@@ -96,7 +87,7 @@ static void compare(const KernelEntry &kernel, const VerifyProblem &p,
           bad = got != rounded;
         } else {
           double err = std::fabs(got - expected);
-          double ulp = outputUlp(expected, outType);
+          double ulp = getOutputUlp(expected, outType);
           result.maxAbsError = std::max(result.maxAbsError, err);
           result.maxUlp = std::max(result.maxUlp, err / ulp);
           bad = !(err <= ulp + 0x1p-20 * maxRef);

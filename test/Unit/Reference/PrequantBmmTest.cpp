@@ -559,6 +559,13 @@ TEST(ErrorMetricsTest, CompareOutputsToF64) {
   EXPECT_EQ(stats.maxUlpDistance, 1.0);
 }
 
+TEST(ErrorMetricsTest, OutputUlp) {
+  EXPECT_EQ(getOutputUlp(1.0, OutType::BF16), 0x1p-7);
+  EXPECT_EQ(getOutputUlp(-3.0, OutType::F16), 0x1p-9);
+  EXPECT_EQ(getOutputUlp(0.0, OutType::F16), 0x1p-24);
+  EXPECT_EQ(getOutputUlp(0x1p-130, OutType::BF16), 0x1p-133);
+}
+
 //===----------------------------------------------------------------------===//
 // fp32 accumulator range
 //===----------------------------------------------------------------------===//
