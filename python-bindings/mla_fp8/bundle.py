@@ -51,15 +51,13 @@ class Kernel:
         return self._bundle._code_object(self._key[0])
 
     def workspace_bytes(self, m, b):
-        """Bytes of the zeroed workspace for `m` tokens and `b` batches:
-        b * ceil(m / block_m) * workspace_bytes_per_block (0: none)."""
+        """Bytes of the zeroed workspace for `m` tokens and `b` batches, as
+        the kernel ABI gives them: b * ceil(m / block_m) *
+        workspace_bytes_per_block (0: none)."""
         m = check_int(m, "m", minimum=0)
         b = check_int(b, "b", minimum=0)
-        if not self.workspace_bytes_per_block or "workspace" not in \
-                self.arg_offsets:
-            return 0
-        blocks = -(-m // self.block_m) if self.block_m else 1
-        return b * blocks * self.workspace_bytes_per_block
+        return self._bundle._native.workspace_bytes(self._key[0], self._key[1],
+                                                    m, b)
 
     def serves(self, m):
         """Whether this kernel's M range holds `m`."""
