@@ -20,6 +20,7 @@
 
 #include "mla-fp8/Emulator/Emulator.h"
 
+using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::emu;
 
 namespace mlir::mlafp8::fuzz {
@@ -34,7 +35,8 @@ Outcome runInput(llvm::ArrayRef<uint8_t> data) {
                                      ? data.drop_front(std::size(header))
                                      : llvm::ArrayRef<uint8_t>();
 
-  Chip chip = header[0] & 1 ? Chip::GFX950 : Chip::GFX942;
+  llvm::ArrayRef<ChipInfo> chips = getSupportedChips();
+  const ChipInfo &chip = chips[header[0] % chips.size()];
   KernelDescriptor kd;
   kd.kernelCodeProperties = 1u << 3; // kernarg segment pointer in s[0:1]
   kd.computePgmRsrc2 = 2u << 1;      // two user SGPRs

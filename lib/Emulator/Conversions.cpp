@@ -18,9 +18,7 @@ using Ctx = ExecContext;
 
 /// The chip's fp8 (E4M3) or bf8 (E5M2) format.
 FP8Format chipFormat(const Ctx &c, bool bf8) {
-  if (c.chip == Chip::GFX942)
-    return bf8 ? FP8Format::E5M2FNUZ : FP8Format::E4M3FNUZ;
-  return bf8 ? FP8Format::E5M2 : FP8Format::E4M3FN;
+  return bf8 ? c.bf8Format : c.fp8Format;
 }
 
 /// Out-of-range values: MODE.FP16_OVFL = 1 saturates, 0 gives NaN.
@@ -117,6 +115,15 @@ template <bool Bf8> Error cvtScalePkF32From8(Ctx &c, const Inst &I) {
 }
 
 } // namespace
+
+FP8Format getChipFP8Format(const ChipInfo &chip, bool bf8) {
+  // The chip table names the formats; each name is one of Reference's
+  // (MfmaLayoutAgreementTest checks every chip).
+  std::optional<FP8Format> format =
+      parseFP8Format(bf8 ? chip.fp8E5M2TypeName : chip.fp8E4M3TypeName);
+  assert(format && "the chip table names an fp8 format Reference lacks");
+  return *format;
+}
 
 void registerConversionOps(OpTable &t) {
   auto add = [&](const char *name, Handler h) {

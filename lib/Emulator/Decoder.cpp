@@ -38,14 +38,14 @@ public:
   std::unique_ptr<MCInstPrinter> printer;
 };
 
-static Expected<std::unique_ptr<MCState>> createMCState(Chip chip) {
+static Expected<std::unique_ptr<MCState>> createMCState(const ChipInfo &chip) {
   static std::once_flag once;
   std::call_once(once, [] {
     LLVMInitializeAMDGPUTargetInfo();
     LLVMInitializeAMDGPUTargetMC();
     LLVMInitializeAMDGPUDisassembler();
   });
-  Triple triple("amdgcn-amd-amdhsa");
+  Triple triple(kAMDGPUTriple);
   std::string err;
   const Target *target = TargetRegistry::lookupTarget(triple, err);
   if (!target)
@@ -54,8 +54,8 @@ static Expected<std::unique_ptr<MCState>> createMCState(Chip chip) {
   s->mri.reset(target->createMCRegInfo(triple));
   MCTargetOptions options;
   s->mai.reset(target->createMCAsmInfo(*s->mri, triple, options));
-  s->sti.reset(target->createMCSubtargetInfo(triple, getChipName(chip),
-                                             "+wavefrontsize64"));
+  s->sti.reset(
+      target->createMCSubtargetInfo(triple, chip.name, "+wavefrontsize64"));
   s->mii.reset(target->createMCInstrInfo());
   if (!s->mri || !s->mai || !s->sti || !s->mii)
     return createStringError("cannot create the AMDGPU MC layer");
@@ -70,7 +70,7 @@ static Expected<std::unique_ptr<MCState>> createMCState(Chip chip) {
 }
 
 Expected<std::unique_ptr<InstCache>> InstCache::create(ArrayRef<uint8_t> image,
-                                                       Chip chip) {
+                                                       const ChipInfo &chip) {
   auto mc = createMCState(chip);
   if (!mc)
     return mc.takeError();

@@ -20,7 +20,7 @@ class MCState;
 class InstCache {
 public:
   static llvm::Expected<std::unique_ptr<InstCache>>
-  create(llvm::ArrayRef<uint8_t> image, Chip chip);
+  create(llvm::ArrayRef<uint8_t> image, const ChipInfo &chip);
   ~InstCache();
 
   /// The instruction at `pc` (decoded on first use).

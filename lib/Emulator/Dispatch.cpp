@@ -460,12 +460,12 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
     return createStringError("kernel does not read the z work-item id but the "
                              "workgroup has z extent %u",
                              ws[2]);
-  uint32_t ldsLimit = impl->co->getChip() == Chip::GFX942 ? 65536 : 163840;
+  uint32_t ldsLimit = impl->co->getChip().ldsBytesPerWorkgroup;
   uint64_t ldsBytes = uint64_t(kd.groupSegmentFixedSize) + cfg.dynamicLdsBytes;
   if (ldsBytes > ldsLimit)
     return createStringError("LDS of %llu bytes exceeds the %u bytes of %s",
                              (unsigned long long)ldsBytes, ldsLimit,
-                             getChipName(impl->co->getChip()));
+                             impl->co->getChip().name.str().c_str());
   if (k.usesDynamicStack)
     return createStringError("kernels with a dynamic stack are not supported");
 

@@ -9,6 +9,7 @@
 #define MLA_FP8_LIB_EMULATOR_INTERNAL_H
 
 #include "mla-fp8/Emulator/Emulator.h"
+#include "mla-fp8/Reference/Formats.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
@@ -137,6 +138,10 @@ uint16_t immBits16(const Operand &op);
 uint32_t immBits32(const Operand &op);
 uint64_t immBits64(const Operand &op);
 
+/// The Reference format of the chip's fp8 (E4M3) or bf8 (E5M2) values, as the
+/// chip table names it.
+FP8Format getChipFP8Format(const ChipInfo &chip, bool bf8);
+
 /// The fixed values the emulator gives the aperture registers.
 constexpr uint64_t kSharedApertureBase = 0x1000000000000ull;
 constexpr uint64_t kPrivateApertureBase = 0x2000000000000ull;
@@ -146,15 +151,19 @@ constexpr uint64_t kApertureSize = 0x100000000ull;
 class ExecContext {
 public:
   ExecContext(WaveState &w, DeviceMemory &mem, uint8_t *lds, uint32_t ldsSize,
-              ExecStats &stats, Chip chip)
-      : w(w), mem(mem), lds(lds), ldsSize(ldsSize), stats(stats), chip(chip) {}
+              ExecStats &stats, const ChipInfo &chip)
+      : w(w), mem(mem), lds(lds), ldsSize(ldsSize), stats(stats), chip(chip),
+        fp8Format(getChipFP8Format(chip, /*bf8=*/false)),
+        bf8Format(getChipFP8Format(chip, /*bf8=*/true)) {}
 
   WaveState &w;
   DeviceMemory &mem;
   uint8_t *lds;
   uint32_t ldsSize;
   ExecStats &stats;
-  Chip chip;
+  const ChipInfo &chip;
+  /// The formats the chip's fp8 (E4M3) and bf8 (E5M2) operands use.
+  FP8Format fp8Format, bf8Format;
   /// Set by branches; otherwise the next instruction.
   uint64_t nextPc = 0;
 

@@ -109,12 +109,6 @@ const Fp8Table &fp8Table(FP8Format f) {
   return tables[unsigned(f)];
 }
 
-FP8Format formatOf(ElemKind k, Chip chip) {
-  if (chip == Chip::GFX942)
-    return k == ElemKind::FP8 ? FP8Format::E4M3FNUZ : FP8Format::E5M2FNUZ;
-  return k == ElemKind::FP8 ? FP8Format::E4M3FN : FP8Format::E5M2;
-}
-
 /// Element (row r of A or column r of B, index k) of an operand, per layout.
 struct Layout {
   unsigned m;         // rows of the block (16 or 32)
@@ -245,7 +239,8 @@ Error mfma(Ctx &c, const Inst &I) {
     uint32_t word = c.readRaw32(op, lane, byte / 4);
     if (kind == ElemKind::FP8 || kind == ElemKind::BF8) {
       uint8_t bits = uint8_t(word >> (8 * (byte % 4)));
-      return fp8Table(formatOf(kind, c.chip)).e[bits];
+      return fp8Table(kind == ElemKind::FP8 ? c.fp8Format : c.bf8Format)
+          .e[bits];
     }
     uint16_t h = uint16_t(word >> (8 * (byte % 4)));
     double v = kind == ElemKind::BF16 ? bf16ToFloat(h) : f16ToFloat(h);
@@ -272,7 +267,7 @@ Error mfma(Ctx &c, const Inst &I) {
   const Operand &cop = I.src(2);
   float out[M * M];
   unsigned chunk = is8 ? 16 : std::min(8u, K);
-  bool cdna3 = c.chip == Chip::GFX942;
+  bool cdna3 = c.chip.arch == Arch::CDNA3;
   for (unsigned i = 0; i < M; ++i)
     for (unsigned j = 0; j < M; ++j) {
       unsigned reg, lane;

@@ -343,8 +343,7 @@ int main(int argc, char **argv) {
     p.groupSize = groupOpt;
     p.seed = seedOpt;
     p.transposeY = transposeYOpt;
-    p.format =
-        co->getChip() == Chip::GFX942 ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
+    p.format = *parseFP8Format(co->getChip().fp8E4M3TypeName);
     unsigned tm = tileMOpt, tn = tileNOpt;
     // Triton peer objects are named ..._N<n>_K<k>_BM<m>_BN<n>_...
     SmallVector<StringRef, 5> mt;
@@ -383,7 +382,7 @@ int main(int argc, char **argv) {
             .count();
     if (!res)
       die(toString(res.takeError()));
-    outs() << "kernel " << kernel << " (" << getChipName(co->getChip())
+    outs() << "kernel " << kernel << " (" << co->getChip().name
            << "): B=" << p.B << " M=" << p.M << " N=" << p.N << " K=" << p.K
            << " tile " << tm << "x" << tn << ", workgroup "
            << cfg.workgroupSize[0] << ", dynamic LDS " << cfg.dynamicLdsBytes
@@ -454,7 +453,7 @@ int main(int argc, char **argv) {
           .count();
   if (!stats)
     die(toString(stats.takeError()));
-  outs() << "kernel " << kernel << " (" << getChipName(co->getChip())
+  outs() << "kernel " << kernel << " (" << co->getChip().name
          << ") completed\n";
   printStats(*stats);
   return 0;

@@ -16,7 +16,7 @@ TEST(Loader, PeerKernelDescriptorAndMetadata) {
   auto co = CodeObject::fromFile(
       peerDir + "/triton_gfx942_N512_K128_BM16_BN128_w8.hsaco");
   ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
-  EXPECT_EQ((*co)->getChip(), Chip::GFX942);
+  EXPECT_EQ((*co)->getChip().name, "gfx942");
   auto k = (*co)->getKernel("prequant_bmm");
   ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
   // Values read with llvm-readelf / llvm-objdump -s -j .rodata.
@@ -65,8 +65,8 @@ TEST(Loader, InitialStateFollowsDescriptor) {
   KernelDescriptor kd;
   kd.kernelCodeProperties = (1 << 1) | (1 << 3);
   kd.computePgmRsrc2 = (4 << 1) | (1 << 7) | (1 << 8) | (1 << 9) | (2 << 11);
-  std::shared_ptr<const CodeObject> co(
-      CodeObject::fromRawCode(*code, Chip::GFX942, "k", kd));
+  std::shared_ptr<const CodeObject> co(CodeObject::fromRawCode(
+      *code, *mlir::mlafp8::lookupChip("gfx942"), "k", kd));
   auto emu = Emulator::create(co);
   ASSERT_TRUE(bool(emu));
   DeviceMemory mem;

@@ -229,7 +229,7 @@ TEST(VectorOps, IeeeMaximumMinimum3) {
         w.v(0, 2) = f(-0.0f);
         w.v(1, 2) = f(-0.0f);
       },
-      /*memory=*/nullptr, Chip::GFX950);
+      /*memory=*/nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves.at(0);
   EXPECT_EQ(asf(w.v(3, 0)), 5.0f);
@@ -355,7 +355,7 @@ TEST(VectorOps, Gfx950ConversionsAreOcp) {
           w.v(6, l) = 0;
         }
       },
-      nullptr, Chip::GFX950);
+      nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   // e4m3fn: 1.0 = 0x38, -0.5 = 0xb0.
@@ -385,7 +385,7 @@ TEST(VectorOps, Gfx950Bitop3) {
           w.v(2, l) = 0xccccccccu;
         }
       },
-      nullptr, Chip::GFX950);
+      nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   EXPECT_EQ(w.v(3, 0), 0xff00ff00u);
@@ -406,7 +406,7 @@ TEST(VectorOps, Gfx950PermlaneSwaps) {
                   "v_mov_b32_e32 v3, v0\n"
                   "v_add_u32_e32 v4, 100, v0\n"
                   "v_permlane32_swap_b32 v3, v4\n",
-                  {}, nullptr, Chip::GFX950);
+                  {}, nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   EXPECT_EQ(w.v(1, 3), 3u);    // row 0 of vdst kept
