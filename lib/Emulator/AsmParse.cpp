@@ -315,10 +315,10 @@ static bool parseModifier(StringRef t, Inst &inst) {
       inst.clamp = true;
     else if (t == "row_mirror") {
       inst.dpp = true;
-      inst.dppCtrl = 0x140;
+      inst.dppCtrl = dpp::RowMirror;
     } else if (t == "row_half_mirror") {
       inst.dpp = true;
-      inst.dppCtrl = 0x141;
+      inst.dppCtrl = dpp::RowHalfMirror;
     } else
       return false; // tfe/lwe/addr64: not modelled
     return true;
@@ -364,8 +364,6 @@ static bool parseModifier(StringRef t, Inst &inst) {
   if (key == "neg_hi")
     return parseBitList(val, inst.negHi, count);
   if (key == "quad_perm") {
-    uint8_t dummy;
-    (void)dummy;
     StringRef l = val;
     if (!l.consume_front("[") || !l.consume_back("]"))
       return false;
@@ -383,28 +381,34 @@ static bool parseModifier(StringRef t, Inst &inst) {
     inst.dppCtrl = ctrl;
     return true;
   }
+  // "name:n" DPP controls; the wave shifts print n = 1 and encode no amount.
   struct DppKey {
     const char *name;
-    uint16_t base;
+    dpp::Ctrl base;
+    bool addsAmount;
   };
-  static const DppKey dppKeys[] = {
-      {"row_shl", 0x100},  {"row_shr", 0x110},     {"row_ror", 0x120},
-      {"wave_shl", 0x130}, {"wave_rol", 0x134},    {"wave_shr", 0x138},
-      {"wave_ror", 0x13c}, {"row_newbcast", 0x150}};
+  static const DppKey dppKeys[] = {{"row_shl", dpp::RowShl, true},
+                                   {"row_shr", dpp::RowShr, true},
+                                   {"row_ror", dpp::RowRor, true},
+                                   {"wave_shl", dpp::WaveShl1, false},
+                                   {"wave_rol", dpp::WaveRol1, false},
+                                   {"wave_shr", dpp::WaveShr1, false},
+                                   {"wave_ror", dpp::WaveRor1, false},
+                                   {"row_newbcast", dpp::RowNewBcast, true}};
   for (const DppKey &k : dppKeys) {
     if (key != k.name)
       continue;
     if (!parseInt(val, v))
       return false;
     inst.dpp = true;
-    inst.dppCtrl = k.base + (k.base >= 0x130 && k.base < 0x140 ? 0 : v);
+    inst.dppCtrl = k.base + (k.addsAmount ? v : 0);
     return true;
   }
   if (key == "row_bcast") {
     if (!parseInt(val, v))
       return false;
     inst.dpp = true;
-    inst.dppCtrl = v == 15 ? 0x142 : 0x143;
+    inst.dppCtrl = v == 15 ? dpp::RowBcast15 : dpp::RowBcast31;
     return true;
   }
   if (key == "row_mask" || key == "bank_mask") {

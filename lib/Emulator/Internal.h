@@ -8,6 +8,8 @@
 #ifndef MLA_FP8_LIB_EMULATOR_INTERNAL_H
 #define MLA_FP8_LIB_EMULATOR_INTERNAL_H
 
+#include "Dpp.h"
+
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Reference/Formats.h"
 
@@ -105,7 +107,7 @@ struct Inst {
   uint8_t opSelCount = 0;
   bool hasOpSelHi = false;
   bool dpp = false;
-  uint16_t dppCtrl = 0xe4; // quad_perm:[0,1,2,3]
+  uint16_t dppCtrl = dpp::QuadPermIdentity;
   uint8_t rowMask = 0xf, bankMask = 0xf;
   bool boundCtrl = false;
   bool sdwa = false;
@@ -375,9 +377,6 @@ struct Lane {
   }
 };
 
-/// Source lane for DPP control `ctrl` at `lane`, or -1 if out of range.
-int dppSourceLane(uint16_t ctrl, unsigned lane);
-
 /// Runs `f(Lane&)` for every lane that executes: EXEC lanes, minus DPP lanes
 /// that are masked off or read an invalid lane without bound_ctrl.
 template <typename F>
@@ -404,7 +403,7 @@ inline void forEachLane(ExecContext &c, const Inst &I, F &&f) {
     if (!((I.rowMask >> (lane / 16)) & 1) ||
         !((I.bankMask >> ((lane >> 2) & 3)) & 1))
       continue;
-    int src = dppSourceLane(I.dppCtrl, lane);
+    int src = dpp::getSourceLane(I.dppCtrl, lane);
     if (src < 0 && !I.boundCtrl)
       continue;
     Lane L{c, I, lane, src, snap};

@@ -252,45 +252,6 @@ double mixFma(const Lane &L) {
 
 } // namespace
 
-int dppSourceLane(uint16_t ctrl, unsigned lane) {
-  unsigned row = lane & ~15u, inRow = lane & 15;
-  if (ctrl <= 0xff)
-    return (lane & ~3u) | ((ctrl >> (2 * (lane & 3))) & 3);
-  if (ctrl >= 0x101 && ctrl <= 0x10f) { // row_shl: lane i reads i + n
-    unsigned n = ctrl & 15;
-    return inRow + n < 16 ? int(lane + n) : -1;
-  }
-  if (ctrl >= 0x111 && ctrl <= 0x11f) { // row_shr: lane i reads i - n
-    unsigned n = ctrl & 15;
-    return inRow >= n ? int(lane - n) : -1;
-  }
-  if (ctrl >= 0x121 && ctrl <= 0x12f) // row_ror
-    return int(row + ((inRow + 16 - (ctrl & 15)) & 15));
-  switch (ctrl) {
-  case 0x130: // wave_shl
-    return lane < 63 ? int(lane + 1) : -1;
-  case 0x134: // wave_rol
-    return int((lane + 1) & 63);
-  case 0x138: // wave_shr
-    return lane > 0 ? int(lane - 1) : -1;
-  case 0x13c: // wave_ror
-    return int((lane + 63) & 63);
-  case 0x140: // row_mirror
-    return int(row + 15 - inRow);
-  case 0x141: // row_half_mirror
-    return int((lane & ~7u) + 7 - (lane & 7));
-  case 0x142: // row_bcast:15: lane 15 of the previous row
-    return row ? int(row - 1) : -1;
-  case 0x143: // row_bcast:31: lane 31 to rows 2 and 3
-    return lane >= 32 ? 31 : -1;
-  default:
-    break;
-  }
-  if (ctrl >= 0x150 && ctrl <= 0x15f) // row_newbcast:n
-    return int(row + (ctrl & 15));
-  return -1;
-}
-
 #define VOP(NAME, ...)                                                         \
   t[NAME] = {[](Ctx &c, const Inst &I) -> Error {                              \
                forEachLane(c, I, [&](const Lane &L) { __VA_ARGS__; });         \

@@ -269,6 +269,48 @@ TEST(VectorOps, DppRowShiftsMasksAndInPlace) {
   EXPECT_EQ(w.v(6, 60), 47u);
 }
 
+// Every named DPP control, through the whole chain: LLVM assembles it, the
+// disassembler prints it, the emulator encodes the printed name and selects
+// lanes by it. Lane l holds 100 + l; with bound_ctrl a lane without a source
+// reads 0.
+TEST(VectorOps, DppEveryNamedControl) {
+  struct Control {
+    const char *syntax;
+    /// The lane that `lane` reads, or -1 for none.
+    int (*source)(int lane);
+  };
+  const Control controls[] = {
+      {"quad_perm:[3,2,1,0]", [](int l) { return (l & ~3) | (3 - (l & 3)); }},
+      {"row_shl:3", [](int l) { return (l & 15) + 3 < 16 ? l + 3 : -1; }},
+      {"row_shr:5", [](int l) { return (l & 15) >= 5 ? l - 5 : -1; }},
+      {"row_ror:4", [](int l) { return (l & ~15) | ((l - 4) & 15); }},
+      {"wave_shl:1", [](int l) { return l < 63 ? l + 1 : -1; }},
+      {"wave_rol:1", [](int l) { return (l + 1) % 64; }},
+      {"wave_shr:1", [](int l) { return l > 0 ? l - 1 : -1; }},
+      {"wave_ror:1", [](int l) { return (l + 63) % 64; }},
+      {"row_mirror", [](int l) { return (l & ~15) | (15 - (l & 15)); }},
+      {"row_half_mirror", [](int l) { return (l & ~7) | (7 - (l & 7)); }},
+      {"row_bcast:15", [](int l) { return l >= 16 ? (l & ~15) - 1 : -1; }},
+      {"row_bcast:31", [](int l) { return l >= 32 ? 31 : -1; }},
+      {"row_newbcast:6", [](int l) { return (l & ~15) | 6; }},
+  };
+  std::string source = "v_add_u32_e32 v1, 100, v0\n";
+  unsigned reg = 2;
+  for (const Control &c : controls)
+    source += "v_mov_b32_dpp v" + std::to_string(reg++) + ", v1 " + c.syntax +
+              " row_mask:0xf bank_mask:0xf bound_ctrl:1\n";
+  WaveState w = run1(source);
+  reg = 2;
+  for (const Control &c : controls) {
+    for (int lane = 0; lane < 64; ++lane) {
+      int from = c.source(lane);
+      EXPECT_EQ(w.v(reg, lane), from < 0 ? 0u : 100u + unsigned(from))
+          << c.syntax << " lane " << lane;
+    }
+    ++reg;
+  }
+}
+
 TEST(VectorOps, SdwaSelects) {
   WaveState w = run1(
       "v_mov_b32_sdwa v2, v1 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE "
