@@ -1,6 +1,7 @@
 //===- Decoder.cpp - LLVM MC disassembly and the instruction cache --------===//
 
 #include "Decoder.h"
+#include "InstTable.h"
 
 #include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCContext.h"
@@ -139,15 +140,13 @@ Expected<const Inst *> InstCache::decode(uint64_t pc) {
   inst->text = StringRef(text).trim().str();
   if (Error e = parseAssembly(inst->text, *inst))
     return std::move(e);
-  const OpTable &table = getOpTable();
-  auto it = table.find(inst->mnemonic);
-  if (it == table.end())
+  if (!inst->def)
     return createStringError("pc 0x%llx: instruction not implemented: %s "
                              "(%s, opcode %s)",
                              (unsigned long long)pc, inst->mnemonic.c_str(),
                              inst->text.c_str(), opcodeName.c_str());
-  inst->handler = it->second.handler;
-  inst->cls = it->second.cls;
+  inst->handler = inst->def->handler;
+  inst->cls = inst->def->cls;
   const Inst *raw = inst.get();
   owned.push_back(std::move(inst));
   slots[pc / 4].store(raw, std::memory_order_release);

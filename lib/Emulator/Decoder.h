@@ -1,5 +1,4 @@
-//===- Decoder.h - LLVM MC disassembly and the instruction cache -*- C++
-//-*-===//
+//===- Decoder.h - LLVM MC disassembly and the instruction cache *- C++ -*-===//
 
 #ifndef MLA_FP8_LIB_EMULATOR_DECODER_H
 #define MLA_FP8_LIB_EMULATOR_DECODER_H

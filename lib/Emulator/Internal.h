@@ -14,7 +14,6 @@
 #include "mla-fp8/Reference/Formats.h"
 
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include "llvm/ADT/bit.h"
@@ -76,6 +75,7 @@ enum class InstClass : uint8_t {
 };
 
 struct Inst;
+struct InstDef;
 class ExecContext;
 using Handler = llvm::Error (*)(ExecContext &, const Inst &);
 
@@ -90,6 +90,9 @@ struct Inst {
   std::string text;
   /// Mnemonic without the encoding suffix (_e32, _e64, _dpp, _sdwa).
   std::string mnemonic;
+  /// The mnemonic's row of the instruction table (InstTable.h), or null if
+  /// the emulator lacks it; handler and cls are copied from it.
+  const InstDef *def = nullptr;
   Handler handler = nullptr;
   InstClass cls = InstClass::Other;
   llvm::SmallVector<Operand, 5> ops;
@@ -411,24 +414,9 @@ inline void forEachLane(ExecContext &c, const Inst &I, F &&f) {
   }
 }
 
-/// Registry of instruction semantics by base mnemonic.
-struct OpEntry {
-  Handler handler = nullptr;
-  InstClass cls = InstClass::Other;
-};
-using OpTable = llvm::StringMap<OpEntry>;
-
-void registerScalarOps(OpTable &table);
-void registerVectorOps(OpTable &table);
-void registerMemoryOps(OpTable &table);
-void registerMfmaOps(OpTable &table);
-void registerConversionOps(OpTable &table);
-
-/// The full table (built once).
-const OpTable &getOpTable();
-
-/// Parses LLVM's printed assembly into `inst` (mnemonic, operands,
-/// modifiers). Fails on syntax it does not understand.
+/// Parses LLVM's printed assembly into `inst`: mnemonic, operands, modifiers
+/// and the mnemonic's table row (null if the emulator lacks the mnemonic).
+/// Fails on syntax it does not understand.
 llvm::Error parseAssembly(llvm::StringRef text, Inst &inst);
 
 } // namespace mlir::mlafp8::emu

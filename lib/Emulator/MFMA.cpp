@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "InstTable.h"
 
 #include "mla-fp8/Reference/Formats.h"
 
@@ -295,31 +295,48 @@ Error mfma(Ctx &c, const Inst &I) {
   return Error::success();
 }
 
+using EK = ElemKind;
+const InstDef kMfmaRows[] = {
+    {"v_mfma_f32_16x16x32_fp8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::FP8, EK::FP8, false>},
+    {"v_mfma_f32_16x16x32_fp8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::FP8, EK::BF8, false>},
+    {"v_mfma_f32_16x16x32_bf8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::BF8, EK::FP8, false>},
+    {"v_mfma_f32_16x16x32_bf8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::BF8, EK::BF8, false>},
+    {"v_mfma_f32_32x32x16_fp8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::FP8, EK::FP8, false>},
+    {"v_mfma_f32_32x32x16_fp8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::FP8, EK::BF8, false>},
+    {"v_mfma_f32_32x32x16_bf8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::BF8, EK::FP8, false>},
+    {"v_mfma_f32_32x32x16_bf8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::BF8, EK::BF8, false>},
+    {"v_mfma_f32_16x16x16_bf16", Operands::Def, InstClass::MFMA,
+     mfma<16, 16, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_32x32x8_bf16", Operands::Def, InstClass::MFMA,
+     mfma<32, 8, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_16x16x16_f16", Operands::Def, InstClass::MFMA,
+     mfma<16, 16, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_32x32x8_f16", Operands::Def, InstClass::MFMA,
+     mfma<32, 8, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_16x16x32_bf16", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_32x32x16_bf16", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_16x16x32_f16", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_32x32x16_f16", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_16x16x128_f8f6f4", Operands::Def, InstClass::MFMA,
+     mfma<16, 128, EK::FP8, EK::FP8, true>},
+    {"v_mfma_f32_32x32x64_f8f6f4", Operands::Def, InstClass::MFMA,
+     mfma<32, 64, EK::FP8, EK::FP8, true>},
+};
+
 } // namespace
 
-void registerMfmaOps(OpTable &t) {
-  auto add = [&](const char *name, Handler h) {
-    t[name] = {h, InstClass::MFMA};
-  };
-  using EK = ElemKind;
-  add("v_mfma_f32_16x16x32_fp8_fp8", mfma<16, 32, EK::FP8, EK::FP8, false>);
-  add("v_mfma_f32_16x16x32_fp8_bf8", mfma<16, 32, EK::FP8, EK::BF8, false>);
-  add("v_mfma_f32_16x16x32_bf8_fp8", mfma<16, 32, EK::BF8, EK::FP8, false>);
-  add("v_mfma_f32_16x16x32_bf8_bf8", mfma<16, 32, EK::BF8, EK::BF8, false>);
-  add("v_mfma_f32_32x32x16_fp8_fp8", mfma<32, 16, EK::FP8, EK::FP8, false>);
-  add("v_mfma_f32_32x32x16_fp8_bf8", mfma<32, 16, EK::FP8, EK::BF8, false>);
-  add("v_mfma_f32_32x32x16_bf8_fp8", mfma<32, 16, EK::BF8, EK::FP8, false>);
-  add("v_mfma_f32_32x32x16_bf8_bf8", mfma<32, 16, EK::BF8, EK::BF8, false>);
-  add("v_mfma_f32_16x16x16_bf16", mfma<16, 16, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_32x32x8_bf16", mfma<32, 8, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_16x16x16_f16", mfma<16, 16, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_32x32x8_f16", mfma<32, 8, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_16x16x32_bf16", mfma<16, 32, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_32x32x16_bf16", mfma<32, 16, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_16x16x32_f16", mfma<16, 32, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_32x32x16_f16", mfma<32, 16, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_16x16x128_f8f6f4", mfma<16, 128, EK::FP8, EK::FP8, true>);
-  add("v_mfma_f32_32x32x64_f8f6f4", mfma<32, 64, EK::FP8, EK::FP8, true>);
-}
+void registerMfmaOps(InstTable &t) { t.add(kMfmaRows); }
 
 } // namespace mlir::mlafp8::emu

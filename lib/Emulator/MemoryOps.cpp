@@ -1,6 +1,6 @@
 //===- MemoryOps.cpp - Global, buffer, scratch, flat and LDS accesses -----===//
 
-#include "Internal.h"
+#include "InstTable.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -427,91 +427,115 @@ template <typename F> Error dsAtomic(Ctx &c, const Inst &I, F op) {
   return Error::success();
 }
 
+/// A global atomic row: the new memory value from the old one (a), the data
+/// (b) and, for cmpswap, the compare value (d).
+#define MLAFP8_GLOBAL_ATOMIC(NAME, ...)                                        \
+  InstDef {                                                                    \
+    "global_atomic_" NAME, Operands::Def, InstClass::VMEM,                     \
+        [](Ctx &c, const Inst &I) -> Error {                                   \
+          return globalAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {   \
+            (void)d;                                                           \
+            return uint32_t(__VA_ARGS__);                                      \
+          });                                                                  \
+        }                                                                      \
+  }
+/// An LDS atomic row, with the operands named as for global atomics.
+#define MLAFP8_DS_ATOMIC(NAME, ...)                                            \
+  InstDef {                                                                    \
+    "ds_" NAME, Operands::Def, InstClass::LDS,                                 \
+        [](Ctx &c, const Inst &I) -> Error {                                   \
+          return dsAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {       \
+            (void)d;                                                           \
+            return uint32_t(__VA_ARGS__);                                      \
+          });                                                                  \
+        }                                                                      \
+  }
+
+const InstDef kAtomicRows[] = {
+    MLAFP8_GLOBAL_ATOMIC("add", a + b),
+    MLAFP8_GLOBAL_ATOMIC("sub", a - b),
+    MLAFP8_GLOBAL_ATOMIC("smax", std::max(int32_t(a), int32_t(b))),
+    MLAFP8_GLOBAL_ATOMIC("smin", std::min(int32_t(a), int32_t(b))),
+    MLAFP8_GLOBAL_ATOMIC("umax", std::max(a, b)),
+    MLAFP8_GLOBAL_ATOMIC("umin", std::min(a, b)),
+    MLAFP8_GLOBAL_ATOMIC("and", a &b),
+    MLAFP8_GLOBAL_ATOMIC("or", a | b),
+    MLAFP8_GLOBAL_ATOMIC("xor", a ^ b),
+    MLAFP8_GLOBAL_ATOMIC("swap", b),
+    MLAFP8_GLOBAL_ATOMIC("cmpswap", a == d ? b : a),
+    MLAFP8_GLOBAL_ATOMIC("add_f32", bitsF32(asF32(a) + asF32(b))),
+    MLAFP8_DS_ATOMIC("add_u32", a + b),
+    MLAFP8_DS_ATOMIC("add_rtn_u32", a + b),
+    MLAFP8_DS_ATOMIC("sub_u32", a - b),
+    MLAFP8_DS_ATOMIC("max_u32", std::max(a, b)),
+    MLAFP8_DS_ATOMIC("min_u32", std::min(a, b)),
+    MLAFP8_DS_ATOMIC("max_i32", std::max(int32_t(a), int32_t(b))),
+    MLAFP8_DS_ATOMIC("min_i32", std::min(int32_t(a), int32_t(b))),
+    MLAFP8_DS_ATOMIC("and_b32", a &b),
+    MLAFP8_DS_ATOMIC("or_b32", a | b),
+    MLAFP8_DS_ATOMIC("xor_b32", a ^ b),
+    MLAFP8_DS_ATOMIC("add_f32", bitsF32(asF32(a) + asF32(b))),
+    MLAFP8_DS_ATOMIC("add_rtn_f32", bitsF32(asF32(a) + asF32(b))),
+    MLAFP8_DS_ATOMIC("wrxchg_rtn_b32", b),
+    MLAFP8_DS_ATOMIC("cmpst_b32", a == b ? d : a),
+};
+#undef MLAFP8_DS_ATOMIC
+#undef MLAFP8_GLOBAL_ATOMIC
+
+const InstDef kLdsRows[] = {
+    {"ds_read2_b32", Operands::Def, InstClass::LDS, dsRead2},
+    {"ds_read2_b64", Operands::Def, InstClass::LDS, dsRead2},
+    {"ds_read2st64_b32", Operands::Def, InstClass::LDS, dsRead2},
+    {"ds_read2st64_b64", Operands::Def, InstClass::LDS, dsRead2},
+    {"ds_write2_b32", Operands::NoDef, InstClass::LDS, dsWrite2},
+    {"ds_write2_b64", Operands::NoDef, InstClass::LDS, dsWrite2},
+    {"ds_write2st64_b32", Operands::NoDef, InstClass::LDS, dsWrite2},
+    {"ds_write2st64_b64", Operands::NoDef, InstClass::LDS, dsWrite2},
+    {"ds_bpermute_b32", Operands::Def, InstClass::LDS, dsBpermute},
+    {"ds_permute_b32", Operands::Def, InstClass::LDS, dsPermute},
+    {"ds_swizzle_b32", Operands::Def, InstClass::LDS, dsSwizzle},
+};
+
 } // namespace
 
-void registerMemoryOps(OpTable &t) {
+void registerMemoryOps(InstTable &t) {
+  // The loads and stores of every width: one handler per address space,
+  // which reads the width from the mnemonic (accessOf).
   for (const char *k :
        {"dword", "dwordx2", "dwordx3", "dwordx4", "ubyte", "sbyte", "ushort",
         "sshort", "short_d16", "short_d16_hi", "ubyte_d16", "ubyte_d16_hi",
         "sbyte_d16", "sbyte_d16_hi"}) {
-    t[(Twine("global_load_") + k).str()] = {globalAccess<false>,
-                                            InstClass::VMEM};
-    t[(Twine("flat_load_") + k).str()] = {globalAccess<true>, InstClass::VMEM};
-    t[(Twine("scratch_load_") + k).str()] = {scratchAccess, InstClass::VMEM};
-    t[(Twine("buffer_load_") + k).str()] = {bufferAccess, InstClass::VMEM};
+    t.add({(Twine("global_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           globalAccess<false>});
+    t.add({(Twine("flat_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           globalAccess<true>});
+    t.add({(Twine("scratch_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           scratchAccess});
+    t.add({(Twine("buffer_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           bufferAccess});
   }
   for (const char *k : {"dword", "dwordx2", "dwordx3", "dwordx4", "byte",
                         "short", "byte_d16_hi", "short_d16_hi"}) {
-    t[(Twine("global_store_") + k).str()] = {globalAccess<false>,
-                                             InstClass::VMEM};
-    t[(Twine("flat_store_") + k).str()] = {globalAccess<true>, InstClass::VMEM};
-    t[(Twine("scratch_store_") + k).str()] = {scratchAccess, InstClass::VMEM};
-    t[(Twine("buffer_store_") + k).str()] = {bufferAccess, InstClass::VMEM};
+    t.add({(Twine("global_store_") + k).str(), Operands::NoDef, InstClass::VMEM,
+           globalAccess<false>});
+    t.add({(Twine("flat_store_") + k).str(), Operands::NoDef, InstClass::VMEM,
+           globalAccess<true>});
+    t.add({(Twine("scratch_store_") + k).str(), Operands::NoDef,
+           InstClass::VMEM, scratchAccess});
+    t.add({(Twine("buffer_store_") + k).str(), Operands::NoDef, InstClass::VMEM,
+           bufferAccess});
   }
-#define ATOMIC(NAME, ...)                                                      \
-  t["global_atomic_" NAME] = {                                                 \
-      [](Ctx &c, const Inst &I) -> Error {                                     \
-        return globalAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {     \
-          (void)d;                                                             \
-          return uint32_t(__VA_ARGS__);                                        \
-        });                                                                    \
-      },                                                                       \
-      InstClass::VMEM}
-  ATOMIC("add", a + b);
-  ATOMIC("sub", a - b);
-  ATOMIC("smax", std::max(int32_t(a), int32_t(b)));
-  ATOMIC("smin", std::min(int32_t(a), int32_t(b)));
-  ATOMIC("umax", std::max(a, b));
-  ATOMIC("umin", std::min(a, b));
-  ATOMIC("and", a & b);
-  ATOMIC("or", a | b);
-  ATOMIC("xor", a ^ b);
-  ATOMIC("swap", b);
-  ATOMIC("cmpswap", a == d ? b : a);
-  ATOMIC("add_f32", bitsF32(asF32(a) + asF32(b)));
-#undef ATOMIC
-
   for (const char *k :
        {"b32", "b64", "b96", "b128", "u8", "i8", "u16", "i16", "u8_d16",
         "u8_d16_hi", "i8_d16", "i8_d16_hi", "u16_d16", "u16_d16_hi"})
-    t[(Twine("ds_read_") + k).str()] = {dsRead, InstClass::LDS};
+    t.add(
+        {(Twine("ds_read_") + k).str(), Operands::Def, InstClass::LDS, dsRead});
   for (const char *k :
        {"b8", "b16", "b32", "b64", "b96", "b128", "b8_d16_hi", "b16_d16_hi"})
-    t[(Twine("ds_write_") + k).str()] = {dsWrite, InstClass::LDS};
-  for (const char *k :
-       {"ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64"})
-    t[k] = {dsRead2, InstClass::LDS};
-  for (const char *k : {"ds_write2_b32", "ds_write2_b64", "ds_write2st64_b32",
-                        "ds_write2st64_b64"})
-    t[k] = {dsWrite2, InstClass::LDS};
-  t["ds_bpermute_b32"] = {dsBpermute, InstClass::LDS};
-  t["ds_permute_b32"] = {dsPermute, InstClass::LDS};
-  t["ds_swizzle_b32"] = {dsSwizzle, InstClass::LDS};
-#define DSATOMIC(NAME, ...)                                                    \
-  {                                                                            \
-    Handler h = [](Ctx &c, const Inst &I) -> Error {                           \
-      return dsAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {           \
-        (void)d;                                                               \
-        return uint32_t(__VA_ARGS__);                                          \
-      });                                                                      \
-    };                                                                         \
-    t["ds_" NAME] = {h, InstClass::LDS};                                       \
-  }
-  DSATOMIC("add_u32", a + b);
-  DSATOMIC("add_rtn_u32", a + b);
-  DSATOMIC("sub_u32", a - b);
-  DSATOMIC("max_u32", std::max(a, b));
-  DSATOMIC("min_u32", std::min(a, b));
-  DSATOMIC("max_i32", std::max(int32_t(a), int32_t(b)));
-  DSATOMIC("min_i32", std::min(int32_t(a), int32_t(b)));
-  DSATOMIC("and_b32", a & b);
-  DSATOMIC("or_b32", a | b);
-  DSATOMIC("xor_b32", a ^ b);
-  DSATOMIC("add_f32", bitsF32(asF32(a) + asF32(b)));
-  DSATOMIC("add_rtn_f32", bitsF32(asF32(a) + asF32(b)));
-  DSATOMIC("wrxchg_rtn_b32", b);
-  DSATOMIC("cmpst_b32", a == b ? d : a);
-#undef DSATOMIC
+    t.add({(Twine("ds_write_") + k).str(), Operands::NoDef, InstClass::LDS,
+           dsWrite});
+  t.add(kLdsRows);
+  t.add(kAtomicRows);
 }
 
 } // namespace mlir::mlafp8::emu

@@ -1,0 +1,106 @@
+//===- InstTable.h - One row per emulated instruction -----------*- C++ -*-===//
+//
+// Every mnemonic the emulator executes is one row: what the text parser must
+// know about its operands, its class for the dynamic counts, and its handler.
+// Rows sit beside their handlers, one array per instruction family; the
+// parser and the decoder consult only this table, so adding an instruction is
+// adding its row.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_LIB_EMULATOR_INSTTABLE_H
+#define MLA_FP8_LIB_EMULATOR_INSTTABLE_H
+
+#include "Internal.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::mlafp8::emu {
+
+/// How the printed operands of a mnemonic split into results and sources, and
+/// what its absent VOP3P modifiers mean.
+enum class Operands : uint8_t {
+  /// One result, then the sources (most instructions).
+  Def,
+  /// Sources only: stores, SCC compares, branches, waits, barriers.
+  NoDef,
+  /// A result and a second result (a carry-out or VCC mask), then sources.
+  TwoDefs,
+  /// VOP3P packed math: one result; an absent op_sel_hi selects every
+  /// source's high half for the high result.
+  Packed,
+  /// VOP3P mixed-precision FMA: one result; an absent op_sel_hi means f32
+  /// sources.
+  Mix,
+};
+
+/// The leading operands of `operands` that are results.
+inline unsigned getNumDefs(Operands operands) {
+  return operands == Operands::NoDef     ? 0
+         : operands == Operands::TwoDefs ? 2
+                                         : 1;
+}
+
+/// One instruction: the mnemonic without its encoding suffix (_e32, _e64,
+/// _dpp, _sdwa), its operand signature, its class and its semantics.
+struct InstDef {
+  llvm::StringRef mnemonic;
+  Operands operands;
+  InstClass cls;
+  Handler handler;
+};
+
+/// The rows of every family, by mnemonic.
+class InstTable {
+public:
+  /// Adds rows; a mnemonic added twice is a programming error (fatal).
+  void add(llvm::ArrayRef<InstDef> rows);
+  void add(const InstDef &row);
+
+  /// The row of `mnemonic`, or null if the emulator lacks it.
+  const InstDef *lookup(llvm::StringRef mnemonic) const {
+    auto it = rows.find(mnemonic);
+    return it == rows.end() ? nullptr : &it->second;
+  }
+
+  auto begin() const { return rows.begin(); }
+  auto end() const { return rows.end(); }
+
+private:
+  llvm::StringMap<InstDef> rows;
+};
+
+/// The families, each adding its rows (ScalarAluOps.cpp, ScalarControlOps.cpp,
+/// Vector*Ops.cpp, MemoryOps.cpp, MFMA.cpp, Conversions.cpp).
+void registerScalarAluOps(InstTable &table);
+void registerScalarControlOps(InstTable &table);
+void registerVectorIntOps(InstTable &table);
+void registerVectorFloatOps(InstTable &table);
+void registerVectorPackedOps(InstTable &table);
+void registerVectorCompareOps(InstTable &table);
+void registerMemoryOps(InstTable &table);
+void registerMfmaOps(InstTable &table);
+void registerConversionOps(InstTable &table);
+
+/// The full table (built once, then read-only).
+const InstTable &getInstTable();
+
+/// A VALU row of signature `OPERANDS` whose handler runs the statement(s)
+/// after it for every executing lane `L` (see forEachLane).
+#define MLAFP8_LANEWISE(NAME, OPERANDS, ...)                                   \
+  ::mlir::mlafp8::emu::InstDef {                                               \
+    NAME, ::mlir::mlafp8::emu::Operands::OPERANDS,                             \
+        ::mlir::mlafp8::emu::InstClass::VALU,                                  \
+        [](::mlir::mlafp8::emu::ExecContext &c,                                \
+           const ::mlir::mlafp8::emu::Inst &I) -> ::llvm::Error {              \
+          ::mlir::mlafp8::emu::forEachLane(                                    \
+              c, I, [&](const ::mlir::mlafp8::emu::Lane &L) { __VA_ARGS__; }); \
+          return ::llvm::Error::success();                                     \
+        }                                                                      \
+  }
+
+} // namespace mlir::mlafp8::emu
+
+#endif // MLA_FP8_LIB_EMULATOR_INSTTABLE_H
