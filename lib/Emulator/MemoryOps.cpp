@@ -427,29 +427,23 @@ template <typename F> Error dsAtomic(Ctx &c, const Inst &I, F op) {
   return Error::success();
 }
 
-/// A global atomic row: the new memory value from the old one (a), the data
-/// (b) and, for cmpswap, the compare value (d).
+/// An atomic row: `APPLY` (globalAtomic or dsAtomic) stores the new memory
+/// value from the old one (a), the data (b) and, for the compare forms, the
+/// compare value (d).
+#define MLAFP8_ATOMIC(NAME, CLASS, APPLY, ...)                                 \
+  InstDef {                                                                    \
+    NAME, Operands::Def, InstClass::CLASS,                                     \
+        [](Ctx &c, const Inst &I) -> Error {                                   \
+          return APPLY(c, I, [](uint32_t a, uint32_t b, uint32_t d) {          \
+            (void)d;                                                           \
+            return uint32_t(__VA_ARGS__);                                      \
+          });                                                                  \
+        }                                                                      \
+  }
 #define MLAFP8_GLOBAL_ATOMIC(NAME, ...)                                        \
-  InstDef {                                                                    \
-    "global_atomic_" NAME, Operands::Def, InstClass::VMEM,                     \
-        [](Ctx &c, const Inst &I) -> Error {                                   \
-          return globalAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {   \
-            (void)d;                                                           \
-            return uint32_t(__VA_ARGS__);                                      \
-          });                                                                  \
-        }                                                                      \
-  }
-/// An LDS atomic row, with the operands named as for global atomics.
+  MLAFP8_ATOMIC("global_atomic_" NAME, VMEM, globalAtomic, __VA_ARGS__)
 #define MLAFP8_DS_ATOMIC(NAME, ...)                                            \
-  InstDef {                                                                    \
-    "ds_" NAME, Operands::Def, InstClass::LDS,                                 \
-        [](Ctx &c, const Inst &I) -> Error {                                   \
-          return dsAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {       \
-            (void)d;                                                           \
-            return uint32_t(__VA_ARGS__);                                      \
-          });                                                                  \
-        }                                                                      \
-  }
+  MLAFP8_ATOMIC("ds_" NAME, LDS, dsAtomic, __VA_ARGS__)
 
 const InstDef kAtomicRows[] = {
     MLAFP8_GLOBAL_ATOMIC("add", a + b),
@@ -481,6 +475,7 @@ const InstDef kAtomicRows[] = {
 };
 #undef MLAFP8_DS_ATOMIC
 #undef MLAFP8_GLOBAL_ATOMIC
+#undef MLAFP8_ATOMIC
 
 const InstDef kLdsRows[] = {
     {"ds_read2_b32", Operands::Def, InstClass::LDS, dsRead2},

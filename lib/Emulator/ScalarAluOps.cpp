@@ -39,6 +39,15 @@ template <typename F> Error saveExec(Ctx &c, const Inst &I, F f) {
   return Error::success();
 }
 
+/// s_lshl<Shift>_add_u32: (a << Shift) + b; SCC = the carry out.
+template <unsigned Shift> Error shiftAdd(Ctx &c, const Inst &I) {
+  return sop2_32(c, I, [](uint32_t a, uint32_t b, bool &scc) {
+    uint64_t r = (uint64_t(a) << Shift) + b;
+    scc = r >> 32;
+    return uint32_t(r);
+  });
+}
+
 /// The 32- and 64-bit rows of a bitwise SOP2: SCC = result != 0.
 #define MLAFP8_SLOGIC(NAME, EXPR)                                              \
   InstDef{NAME "_b32", Operands::Def, InstClass::SALU,                         \
@@ -219,38 +228,10 @@ const InstDef kScalarAluRows[] = {
        c.w.scc = r != 0;
        return Error::success();
      }},
-    {"s_lshl1_add_u32", Operands::Def, InstClass::SALU,
-     [](Ctx &c, const Inst &I) -> Error {
-       return sop2_32(c, I, [](uint32_t a, uint32_t b, bool &scc) {
-         uint64_t r = (uint64_t(a) << 1) + b;
-         scc = r >> 32;
-         return uint32_t(r);
-       });
-     }},
-    {"s_lshl2_add_u32", Operands::Def, InstClass::SALU,
-     [](Ctx &c, const Inst &I) -> Error {
-       return sop2_32(c, I, [](uint32_t a, uint32_t b, bool &scc) {
-         uint64_t r = (uint64_t(a) << 2) + b;
-         scc = r >> 32;
-         return uint32_t(r);
-       });
-     }},
-    {"s_lshl3_add_u32", Operands::Def, InstClass::SALU,
-     [](Ctx &c, const Inst &I) -> Error {
-       return sop2_32(c, I, [](uint32_t a, uint32_t b, bool &scc) {
-         uint64_t r = (uint64_t(a) << 3) + b;
-         scc = r >> 32;
-         return uint32_t(r);
-       });
-     }},
-    {"s_lshl4_add_u32", Operands::Def, InstClass::SALU,
-     [](Ctx &c, const Inst &I) -> Error {
-       return sop2_32(c, I, [](uint32_t a, uint32_t b, bool &scc) {
-         uint64_t r = (uint64_t(a) << 4) + b;
-         scc = r >> 32;
-         return uint32_t(r);
-       });
-     }},
+    {"s_lshl1_add_u32", Operands::Def, InstClass::SALU, shiftAdd<1>},
+    {"s_lshl2_add_u32", Operands::Def, InstClass::SALU, shiftAdd<2>},
+    {"s_lshl3_add_u32", Operands::Def, InstClass::SALU, shiftAdd<3>},
+    {"s_lshl4_add_u32", Operands::Def, InstClass::SALU, shiftAdd<4>},
     {"s_mul_i32", Operands::Def, InstClass::SALU,
      [](Ctx &c, const Inst &I) -> Error {
        return sop2_32(c, I,
