@@ -43,13 +43,33 @@ inline unsigned getNumDefs(Operands operands) {
                                          : 1;
 }
 
+/// What a memory instruction moves, decoded from its mnemonic once, when the
+/// table is built (all zero for other instructions).
+struct MemAccess {
+  /// Bytes per lane (per address for ds_read2/ds_write2; per wave for SMEM).
+  uint8_t bytes = 0;
+  bool store = false;
+  /// Sub-dword loads that sign-extend (sbyte, sshort, i8, i16).
+  bool signExtend = false;
+  /// 16-bit "d16" forms: one half of the VGPR, the upper one if d16Hi.
+  bool d16 = false, d16Hi = false;
+  /// ds_read2st64/ds_write2st64: offsets count 64 elements.
+  bool stride64 = false;
+  /// The atomic writes the prior memory value to its first operand.
+  bool returnsPrior = false;
+  /// s_buffer_load: the address is a buffer resource, range-checked.
+  bool bufferResource = false;
+};
+
 /// One instruction: the mnemonic without its encoding suffix (_e32, _e64,
-/// _dpp, _sdwa), its operand signature, its class and its semantics.
+/// _dpp, _sdwa), its operand signature, its class, its semantics and, for
+/// memory instructions, what it moves.
 struct InstDef {
   llvm::StringRef mnemonic;
   Operands operands;
   InstClass cls;
   Handler handler;
+  MemAccess access = {};
 };
 
 /// The rows of every family, by mnemonic.

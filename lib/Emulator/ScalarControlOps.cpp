@@ -38,28 +38,23 @@ Error setReg(Ctx &c, const Inst &I, uint32_t value) {
   return Error::success();
 }
 
-/// Width in dwords of an SMEM load mnemonic.
-unsigned smemDwords(StringRef m) {
-  if (m.ends_with("x16"))
-    return 16;
-  if (m.ends_with("x8"))
-    return 8;
-  if (m.ends_with("x4"))
-    return 4;
-  if (m.ends_with("x2"))
-    return 2;
-  return 1;
+/// What s_load_dword<x dwords> (or s_buffer_load_...) reads.
+constexpr MemAccess smemAccess(unsigned dwords, bool bufferResource) {
+  MemAccess a;
+  a.bytes = uint8_t(4 * dwords);
+  a.bufferResource = bufferResource;
+  return a;
 }
 
 Error sLoad(Ctx &c, const Inst &I) {
   const Operand &dst = I.ops[0];
-  unsigned n = smemDwords(I.mnemonic);
+  unsigned n = I.def->access.bytes / 4;
   uint64_t off = 0;
   if (I.numSrcs() > 1)
     off = I.src(1).kind == OpKind::Imm ? uint64_t(int64_t(I.src(1).imm))
                                        : c.readS32(I.src(1));
   off += int64_t(I.offset);
-  bool isBuffer = StringRef(I.mnemonic).starts_with("s_buffer");
+  bool isBuffer = I.def->access.bufferResource;
   uint64_t addr;
   if (isBuffer) {
     unsigned r = I.src(0).reg;
@@ -275,16 +270,26 @@ const InstDef kScalarControlRows[] = {
      }},
 
     // SMEM.
-    {"s_load_dword", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_load_dwordx2", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_load_dwordx4", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_load_dwordx8", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_load_dwordx16", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_buffer_load_dword", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_buffer_load_dwordx2", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_buffer_load_dwordx4", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_buffer_load_dwordx8", Operands::Def, InstClass::SMEM, sLoad},
-    {"s_buffer_load_dwordx16", Operands::Def, InstClass::SMEM, sLoad},
+    {"s_load_dword", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(1, /*bufferResource=*/false)},
+    {"s_load_dwordx2", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(2, /*bufferResource=*/false)},
+    {"s_load_dwordx4", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(4, /*bufferResource=*/false)},
+    {"s_load_dwordx8", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(8, /*bufferResource=*/false)},
+    {"s_load_dwordx16", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(16, /*bufferResource=*/false)},
+    {"s_buffer_load_dword", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(1, /*bufferResource=*/true)},
+    {"s_buffer_load_dwordx2", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(2, /*bufferResource=*/true)},
+    {"s_buffer_load_dwordx4", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(4, /*bufferResource=*/true)},
+    {"s_buffer_load_dwordx8", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(8, /*bufferResource=*/true)},
+    {"s_buffer_load_dwordx16", Operands::Def, InstClass::SMEM, sLoad,
+     smemAccess(16, /*bufferResource=*/true)},
 };
 #undef MLAFP8_CMP
 #undef MLAFP8_CMPK
