@@ -29,6 +29,7 @@ template <typename F> Error sop2_64(Ctx &c, const Inst &I, F f) {
   return Error::success();
 }
 
+/// s_*_saveexec_b64: d = EXEC; EXEC = f(src, EXEC); SCC = EXEC != 0.
 template <typename F> Error saveExec(Ctx &c, const Inst &I, F f) {
   uint64_t s = c.readS64(I.src(0));
   uint64_t old = c.w.getExec();

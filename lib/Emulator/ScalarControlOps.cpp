@@ -9,13 +9,16 @@ namespace {
 
 using Ctx = ExecContext;
 
+/// SOPC: SCC = f(src0, src1).
 template <typename F> Error sopc(Ctx &c, const Inst &I, F f) {
   c.w.scc = f(c.readS32(I.src(0)), c.readS32(I.src(1)));
   return Error::success();
 }
 
+/// The SOPK / SOPP 16-bit immediate, sign-extended.
 int32_t simm16(const Operand &op) { return int32_t(int16_t(uint16_t(op.imm))); }
 
+/// SOPP branches: PC = PC + 4 + simm16 * 4 when taken.
 Error branchIf(Ctx &c, const Inst &I, bool taken) {
   if (taken)
     c.nextPc = I.pc + 4 + int64_t(simm16(I.ops[0])) * 4;
@@ -27,6 +30,7 @@ uint32_t *hwReg(Ctx &c, const Operand &op) {
   return op.hwId == 1 ? &c.w.mode : nullptr;
 }
 
+/// s_setreg: writes `value` into the hwreg(id, offset, size) bit field.
 Error setReg(Ctx &c, const Inst &I, uint32_t value) {
   const Operand &h = I.src(0);
   uint32_t *r = hwReg(c, h);
@@ -46,6 +50,8 @@ constexpr MemAccess smemAccess(unsigned dwords, bool bufferResource) {
   return a;
 }
 
+/// s_load_dword* (from a 64-bit address) and s_buffer_load_dword* (through a
+/// buffer resource, out-of-range dwords reading 0).
 Error sLoad(Ctx &c, const Inst &I) {
   const Operand &dst = I.ops[0];
   unsigned n = I.def->access.bytes / 4;
@@ -86,6 +92,7 @@ Error sLoad(Ctx &c, const Inst &I) {
 
 /// s_*_saveexec_b64: d = EXEC; EXEC = f(src, EXEC); SCC = EXEC != 0.
 
+/// Waits and cache maintenance: nothing to model.
 Error nop(Ctx &, const Inst &) { return Error::success(); }
 
 /// The signed and unsigned s_cmpk rows of one relation (ops[0] is compared

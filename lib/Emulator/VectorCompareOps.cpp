@@ -12,6 +12,9 @@ namespace {
 
 using Ctx = ExecContext;
 
+/// v_cmp_class: whether `mask` has the bit of v's class (0 signalling NaN,
+/// 1 quiet NaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0, 6 +0, 7 +denormal,
+/// 8 +normal, 9 +inf).
 bool cmpClass(double v, uint32_t mask, bool signalingNaN) {
   unsigned bit;
   if (std::isnan(v))

@@ -11,6 +11,7 @@
 
 namespace mlir::mlafp8::emu {
 
+/// Signalling NaNs have the top fraction bit clear; quiet() sets it.
 inline bool isSignaling(float f) {
   return std::isnan(f) && !((bitsF32(f) >> 22) & 1);
 }

@@ -14,6 +14,7 @@ namespace {
 
 using Ctx = ExecContext;
 
+/// v_max3/v_min3: two v_max/v_min steps.
 float fmax3(const Ctx &c, float a, float b, float d) {
   return hwMinMax(c, hwMinMax(c, a, b, true), d, true);
 }
@@ -47,6 +48,7 @@ float fmed3(const Ctx &c, float a, float b, float d) {
   return hwMinMax(c, a, b, true);
 }
 
+/// f32 -> u32 and f -> i32 with the VALU's saturation (NaN gives 0).
 uint32_t cvtU32(float f) {
   if (std::isnan(f) || f <= 0)
     return 0;
