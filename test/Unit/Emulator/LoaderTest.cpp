@@ -5,6 +5,8 @@
 
 #include "mla-fp8/Emulator/Emulator.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include "gtest/gtest.h"
 
 using namespace mlir::mlafp8::emu;
@@ -55,6 +57,35 @@ TEST(Loader, Errors) {
   ASSERT_FALSE(bool(k));
   EXPECT_NE(llvm::toString(k.takeError()).find("prequant_bmm"),
             std::string::npos);
+}
+
+TEST(Loader, ChipComesFromTheChipTable) {
+  MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
+  auto bytes = llvm::MemoryBuffer::getFile(
+      peerDir + "/triton_gfx942_N512_K128_BM16_BN128_w8.hsaco");
+  ASSERT_TRUE(bool(bytes));
+  std::vector<uint8_t> elf((*bytes)->getBufferStart(),
+                           (*bytes)->getBufferEnd());
+  // e_flags (offset 48): the low byte is the EF_AMDGPU_MACH of the chip.
+  const unsigned kFlagsOffset = 48;
+  for (const mlir::mlafp8::ChipInfo &chip : mlir::mlafp8::getSupportedChips()) {
+    elf[kFlagsOffset] = uint8_t(chip.elfMach);
+    auto co = CodeObject::fromBytes(elf);
+    ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
+    EXPECT_EQ(&(*co)->getChip(), &chip);
+  }
+  // gfx90a is no row of the table: the error lists the rows.
+  elf[kFlagsOffset] = 0x3f;
+  auto co = CodeObject::fromBytes(elf);
+  ASSERT_FALSE(bool(co));
+  std::string message = llvm::toString(co.takeError());
+  EXPECT_EQ(message.rfind("unsupported AMDGPU target (e_flags mach 0x3f); "
+                          "the emulator models ",
+                          0),
+            0u)
+      << message;
+  for (const mlir::mlafp8::ChipInfo &chip : mlir::mlafp8::getSupportedChips())
+    EXPECT_NE(message.find(chip.name.str()), std::string::npos) << message;
 }
 
 TEST(Loader, InitialStateFollowsDescriptor) {
