@@ -1,7 +1,8 @@
 //===- InstTable.h - One row per emulated instruction -----------*- C++ -*-===//
 //
 // Every mnemonic the emulator executes is one row: what the text parser must
-// know about its operands, its class for the dynamic counts, and its handler.
+// know about its operands, its class for the dynamic counts, its handler and,
+// for a memory instruction, what it moves.
 // Rows sit beside their handlers, one array per instruction family; the
 // parser and the decoder consult only this table, so adding an instruction is
 // adding its row.
