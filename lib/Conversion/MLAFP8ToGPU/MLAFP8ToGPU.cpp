@@ -3,6 +3,8 @@
 #include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 #include "mla-fp8/Conversion/Passes.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
+
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
 #include "mla-fp8/Target/Chip.h"
 
@@ -147,13 +149,16 @@ static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipInfo &chip,
     error = message.str();
     return failure();
   };
-  if (tile.mfma != MfmaShape::M16N16K32 && tile.mfma != MfmaShape::M32N32K16)
-    return fail("only the m16n16k32 and m32n32k16 fp8 MFMAs are lowered");
-  p.dim = tile.mfma == MfmaShape::M16N16K32 ? 16 : 32;
-  p.mfmaK = tile.mfma == MfmaShape::M16N16K32 ? 32 : 16;
-  if (!chip.findFP8Mfma(p.dim, p.dim, p.mfmaK))
-    return fail(Twine(chip.name) + " has no " + Twine(p.dim) + "x" +
-                Twine(p.dim) + "x" + Twine(p.mfmaK) + " fp8 MFMA");
+  const MfmaLayout &mfma = *tile.mfma;
+  // The f8f6f4 MFMAs take 32 operand bytes per lane in two runs; the loads
+  // and the LDS layout below assume one run of 8.
+  if (mfma.f8f6f4)
+    return fail("the generator does not lower " + mfma.mnemonic +
+                " (mfma = " + mfma.shapeName + ") yet");
+  if (!chip.hasMfma(mfma))
+    return fail(Twine(chip.name) + " has no " + mfma.mnemonic);
+  p.dim = mfma.m;
+  p.mfmaK = mfma.k;
   p.laneGroups = 64 / p.dim;
   if (p.groupSize < p.mfmaK)
     return fail("group_size " + Twine(p.groupSize) +
@@ -195,7 +200,7 @@ static FailureOr<KernelPlan> planKernel(PrequantBmmOp op, const ChipInfo &chip,
   p.xAlign = p.k % 8 == 0 ? 16 : 2;
   p.wAlign = std::min<int64_t>(p.unitBytes, p.k & -p.k);
   p.ldsABytes = tile.blockM * p.groupSize;
-  int64_t lds = getTileLDSBytes(tile, p.groupSize);
+  int64_t lds = kernel_abi::getLDSBytes(tile.blockM, p.groupSize);
   if (lds > chip.ldsBytesPerWorkgroup)
     return fail("the tile needs " + Twine(lds) +
                 " bytes of LDS, more than the " +
