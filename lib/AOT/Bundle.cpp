@@ -2,8 +2,8 @@
 
 #include "mla-fp8/AOT/Bundle.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/AOT/Compile.h"
-#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 #include "mla-fp8/Target/Chip.h"
 #include "mla-fp8/Target/Serialization.h"
 
@@ -130,14 +130,19 @@ planChipKernels(const std::vector<KernelGroupSpec> &groups,
     llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(g);
     if (!tiles)
       return tiles.takeError();
-    KernelShape shape{g.shape.n,
-                      g.shape.k,
-                      g.groupSize,
-                      g.outType,
-                      g.weightScale == WeightScale::PerBatch,
-                      g.hasBias};
-    for (const TileConfig &tile : *tiles)
-      kernels.push_back({getKernelName(shape, chip, tile), g, tile, {}, {}});
+    kernel_abi::KernelNameFields name;
+    name.n = g.shape.n;
+    name.k = g.shape.k;
+    name.groupSize = g.groupSize;
+    name.outType = g.outType;
+    name.perBatchScale = g.weightScale == WeightScale::PerBatch;
+    name.hasBias = g.hasBias;
+    name.chip = chip.str();
+    for (const TileConfig &tile : *tiles) {
+      name.minM = tile.minM;
+      name.maxM = tile.maxM;
+      kernels.push_back({kernel_abi::getKernelSymbol(name), g, tile, {}, {}});
+    }
   }
   return kernels;
 }
@@ -474,8 +479,8 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
                 llvm::divideCeil(g.shape.n, k.tile.blockN) * k.tile.splitK},
                {"y", llvm::formatv("ceil(M/{0})", k.tile.blockM).str()},
                {"z", "B"}}},
-          {"workspace_bytes_per_block",
-           getWorkspaceBytesPerBlock(k.tile, g.shape.n)},
+          {"workspace_bytes_per_block", *kernel_abi::getWorkspaceBytesPerBlock(
+                                            k.tile.getLaunchShape(g.shape.n))},
           {"lds_bytes", static_cast<int64_t>(k.metadata.groupSegmentFixedSize)},
           {"scratch_bytes",
            static_cast<int64_t>(k.metadata.privateSegmentFixedSize)},
@@ -554,7 +559,9 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
           k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
           k.tile.waves * 64, k.metadata.groupSegmentFixedSize,
           k.metadata.kernargSegmentSize,
-          getWorkspaceBytesPerBlock(k.tile, g.shape.n), g.hasBias ? 1 : 0);
+          *kernel_abi::getWorkspaceBytesPerBlock(
+              k.tile.getLaunchShape(g.shape.n)),
+          g.hasBias ? 1 : 0);
       ++count;
     }
   os << "};\n\nenum { mla_fp8_num_kernels = " << count

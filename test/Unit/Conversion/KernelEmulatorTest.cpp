@@ -2,11 +2,11 @@
 //
 // Builds a prequant_bmm, runs the mlafp8-to-hsaco pipeline in-process, loads
 // the code object into the gfx9 emulator, launches the kernel that serves M
-// with the documented ABI (MLAFP8ToGPU.h) and compares Y with the reference.
+// with the documented ABI (KernelABI.h) and compares Y with the reference.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Pipelines/Pipelines.h"
@@ -150,8 +150,14 @@ void runCaseImpl(const Case &c, int64_t &splitLaunches) {
     ASSERT_TRUE(static_cast<bool>(selection));
     tiles.assign(selection->tiles.begin(), selection->tiles.end());
   }
-  KernelShape shape{c.N,        c.K,   c.groupSize, c.f16 ? "f16" : "bf16",
-                    c.perBatch, c.bias};
+  kernel_abi::KernelNameFields name;
+  name.n = c.N;
+  name.k = c.K;
+  name.groupSize = c.groupSize;
+  name.outType = c.f16 ? "f16" : "bf16";
+  name.perBatchScale = c.perBatch;
+  name.hasBias = c.bias;
+  name.chip = c.chip;
   FP8Format format =
       c.chip == "gfx942" ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
 
@@ -159,7 +165,9 @@ void runCaseImpl(const Case &c, int64_t &splitLaunches) {
     SCOPED_TRACE("M = " + std::to_string(M));
     const TileConfig *tile = findTileForM(tiles, M);
     ASSERT_NE(tile, nullptr);
-    std::string kernel = getKernelName(shape, c.chip, *tile);
+    name.minM = tile->minM;
+    name.maxM = tile->maxM;
+    std::string kernel = kernel_abi::getKernelSymbol(name);
     int64_t B = c.B, N = c.N, K = c.K;
     std::mt19937_64 rng(1234 + M);
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -225,19 +233,20 @@ void runCaseImpl(const Case &c, int64_t &splitLaunches) {
     uint64_t xAddr = map("X", x, true), wAddr = map("W", w, true),
              wsAddr = map("ws", ws, true), yAddr = map("Y", y, false);
     uint64_t biasAddr = c.bias ? map("bias", bias, true) : 0;
-    // The split-K workspace, zeroed once (the contract in MLAFP8ToGPU.h);
+    // The split-K workspace, zeroed once (the contract in KernelABI.h);
     // null without split-K.
     int64_t mTiles = llvm::divideCeil(M, tile->blockM);
-    int64_t blockBytes = getWorkspaceBytesPerBlock(*tile, N);
+    kernel_abi::LaunchShape launch = tile->getLaunchShape(N);
+    int64_t blockBytes = *kernel_abi::getWorkspaceBytesPerBlock(launch);
     ASSERT_EQ(blockBytes == 0, tile->splitK == 1);
-    ASSERT_EQ(blockBytes % kWorkspaceAlignment, 0);
+    ASSERT_EQ(blockBytes % kernel_abi::kWorkspaceAlignment, 0);
     std::vector<uint8_t> workspace(B * mTiles * blockBytes, 0);
     uint64_t workspaceAddr =
         workspace.empty() ? 0 : map("workspace", workspace, false);
 
     emu::DispatchConfig config;
-    std::array<int64_t, 3> grid = getGridSize(*tile, N, M, B);
-    std::array<int64_t, 3> block = getWorkgroupSize(*tile);
+    std::array<int64_t, 3> grid = kernel_abi::getGrid(launch, M, B);
+    std::array<int64_t, 3> block = kernel_abi::getWorkgroupSize(launch);
     config.gridWorkgroups = {uint32_t(grid[0]), uint32_t(grid[1]),
                              uint32_t(grid[2])};
     config.workgroupSize = {uint32_t(block[0]), 1, 1};
@@ -254,9 +263,9 @@ void runCaseImpl(const Case &c, int64_t &splitLaunches) {
         emu::KernelArg::i64(yStrideM),
         emu::KernelArg::pointer(workspaceAddr)};
     std::vector<uint8_t> packed = emu::packKernelArgs(kernelArgs);
-    ASSERT_EQ(packed.size(), kKernelArgBytes);
-    ASSERT_EQ(getKernelArguments().size(), kernelArgs.size());
-    for (auto [index, argument] : llvm::enumerate(getKernelArguments()))
+    ASSERT_EQ(packed.size(), kernel_abi::kKernargBytes);
+    ASSERT_EQ(kernel_abi::getKernelArgs().size(), kernelArgs.size());
+    for (auto [index, argument] : llvm::enumerate(kernel_abi::getKernelArgs()))
       ASSERT_EQ(argument.offset, 8 * index);
 
     std::vector<uint16_t> firstRun;

@@ -13,7 +13,7 @@
 // narrowest tile leaves CUs idle (V-up: N = 128 is only 8 tiles of 16), the
 // K-groups are split across workgroups (split_k): each stores an f32 partial
 // to a workspace and the last to arrive sums them in split order, so results
-// are deterministic (MLAFP8ToGPU.h). Split-K costs a workspace round trip
+// are deterministic (ABI/KernelABI.h). Split-K costs a workspace round trip
 // (block_m x block_n f32 per split) and one atomic per workgroup.
 //
 // Waves split the N side of the tile first (one W slice each, no W sharing
