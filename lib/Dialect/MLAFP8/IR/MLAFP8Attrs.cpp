@@ -3,6 +3,8 @@
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Attrs.h"
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Dialect.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -55,14 +57,15 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (blockN < 1 || blockN % mfma->n != 0)
     return emitError() << "block_n must be a positive multiple of the MFMA's "
                        << mfma->n << " columns, got " << blockN;
-  // Far above any useful block; keeps the tile arithmetic below from
-  // overflowing.
-  constexpr int64_t kMaxBlock = 4096;
-  if (blockM > kMaxBlock || blockN > kMaxBlock)
-    return emitError() << "block_m and block_n must be at most " << kMaxBlock
-                       << ", got " << blockM << "x" << blockN;
-  if (waves < 1 || waves > 16)
-    return emitError() << "waves must be between 1 and 16, got " << waves;
+  // The kernel ABI's bounds: far above any useful block, they keep the tile
+  // arithmetic below and the launch formulas from overflowing.
+  if (blockM > kernel_abi::kMaxTileDim || blockN > kernel_abi::kMaxTileDim)
+    return emitError() << "block_m and block_n must be at most "
+                       << kernel_abi::kMaxTileDim << ", got " << blockM << "x"
+                       << blockN;
+  if (waves < 1 || waves > kernel_abi::kMaxWaves)
+    return emitError() << "waves must be between 1 and "
+                       << kernel_abi::kMaxWaves << ", got " << waves;
   int64_t mfmaTiles = (blockM / mfma->m) * (blockN / mfma->n);
   if (mfmaTiles % waves != 0)
     return emitError() << "the " << mfmaTiles << " MFMA tiles of a " << blockM
