@@ -35,6 +35,10 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
                 " (mfma = " + mfma.shapeName + ") yet");
   if (!chip.hasMfma(mfma))
     return fail(Twine(chip.name) + " has no " + mfma.mnemonic);
+  if (chip.waveSize != kernel_abi::kWaveSize)
+    return fail(Twine(chip.name) + " runs waves of " + Twine(chip.waveSize) +
+                " lanes; the kernels are written for " +
+                Twine(kernel_abi::kWaveSize));
   p.mfma = &mfma;
   p.waveSize = kernel_abi::kWaveSize;
   p.laneGroups = mfma.getLaneGroups();

@@ -16,12 +16,6 @@ TileAttr TileConfig::toAttr(MLIRContext *context) const {
                        stages, occupancy);
 }
 
-TileConfig TileConfig::fromAttr(TileAttr attr) {
-  return {attr.getMinM(),   attr.getMaxM(),   attr.getBlockM(),
-          attr.getBlockN(), attr.getWaves(),  attr.getMfma(),
-          attr.getSplitK(), attr.getStages(), attr.getOccupancy()};
-}
-
 const TileConfig *mlir::mlafp8::findTileForM(ArrayRef<TileConfig> tiles,
                                              int64_t m) {
   for (const TileConfig &tile : tiles)

@@ -39,8 +39,6 @@ struct TileConfig {
   }
   /// The attribute form.
   TileAttr toAttr(MLIRContext *context) const;
-  /// From the attribute form.
-  static TileConfig fromAttr(TileAttr attr);
   /// The launch facts of the kernel of this tile for N = `n` (ABI/KernelABI.h).
   kernel_abi::LaunchShape getLaunchShape(int64_t n) const {
     return {n, blockM, blockN, waves, splitK};
