@@ -153,4 +153,29 @@ TEST_F(KernelPlanTest, Refusals) {
   EXPECT_EQ(planError(longGroups, "gfx950", tile(128, 32, 1, "m32n32k16")), "");
 }
 
+TEST_F(KernelPlanTest, EveryRecordIsPlannedOrNamed) {
+  // Each record a tile can name either plans with its own shape or is refused
+  // by its mnemonic; nothing else in the generator lists the MFMAs.
+  PrequantBmmOp op = parse(512, 512, 512, "f8E4M3FN");
+  for (const MfmaLayout &mfma : getMfmaLayouts()) {
+    if (mfma.blockScaled)
+      continue;
+    SCOPED_TRACE(mfma.mnemonic.str());
+    llvm::Expected<KernelPlan> plan = planKernel(
+        op, *lookupChip("gfx950"), tile(mfma.m, mfma.n, 1, mfma.shapeName));
+    if (mfma.f8f6f4) {
+      ASSERT_FALSE(static_cast<bool>(plan));
+      EXPECT_NE(llvm::toString(plan.takeError()).find(mfma.mnemonic.str()),
+                std::string::npos);
+      continue;
+    }
+    ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+    EXPECT_EQ(plan->mfma, &mfma);
+    EXPECT_EQ(plan->laneGroups, mfma.getLaneGroups());
+    EXPECT_EQ(plan->operandBytes, mfma.getOperandBytesPerLane());
+    EXPECT_EQ(plan->accumulators, mfma.getAccumulatorsPerLane());
+    EXPECT_EQ(plan->unitsPerGroup * plan->unitBytes * plan->laneGroups, 512);
+  }
+}
+
 } // namespace
