@@ -2,9 +2,9 @@
 
 #include "mla-fp8/AOT/Bundle.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/AOT/Compile.h"
 #include "mla-fp8/AOT/Manifest.h"
-#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 #include "mla-fp8/Target/Chip.h"
 #include "mla-fp8/Target/Serialization.h"
 
@@ -122,14 +122,19 @@ planChipKernels(const std::vector<KernelGroupSpec> &groups,
     llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(g);
     if (!tiles)
       return tiles.takeError();
-    KernelShape shape{g.shape.n,
-                      g.shape.k,
-                      g.groupSize,
-                      g.outType,
-                      g.weightScale == WeightScale::PerBatch,
-                      g.hasBias};
-    for (const TileConfig &tile : *tiles)
-      kernels.push_back({getKernelName(shape, chip, tile), g, tile, {}, {}});
+    kernel_abi::KernelNameFields name;
+    name.n = g.shape.n;
+    name.k = g.shape.k;
+    name.groupSize = g.groupSize;
+    name.outType = g.outType;
+    name.perBatchScale = g.weightScale == WeightScale::PerBatch;
+    name.hasBias = g.hasBias;
+    name.chip = chip.str();
+    for (const TileConfig &tile : *tiles) {
+      name.minM = tile.minM;
+      name.maxM = tile.maxM;
+      kernels.push_back({kernel_abi::getKernelSymbol(name), g, tile, {}, {}});
+    }
   }
   return kernels;
 }

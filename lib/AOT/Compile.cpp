@@ -51,7 +51,7 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
     return makeError("lowering " + spec.getBaseName() + " failed:\n" +
                      diagnostics);
 
-  auto kernels = bmm->getAttrOfType<ArrayAttr>("kernels");
+  ArrayAttr kernels = bmm.getKernelsAttr();
   if (!kernels || kernels.size() != tiles.size())
     return makeError("lowering " + spec.getBaseName() +
                      " did not record one kernel per tile");

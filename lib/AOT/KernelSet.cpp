@@ -174,7 +174,8 @@ mlir::mlafp8::buildKernelGroupModule(MLIRContext &context,
       body->getArgument(2), bias, b.getI64IntegerAttr(spec.groupSize),
       WeightScaleAttr::get(&context, spec.weightScale),
       BatchLayoutAttr::get(&context, BatchLayout::BM),
-      BatchLayoutAttr::get(&context, BatchLayout::BM), /*tiles=*/nullptr);
+      BatchLayoutAttr::get(&context, BatchLayout::BM), /*tiles=*/nullptr,
+      /*kernels=*/nullptr);
   func::ReturnOp::create(b, loc, bmm.getY());
   return module;
 }

@@ -17,7 +17,7 @@ llvm::json::Value mlir::mlafp8::tileToJSON(const TileConfig &t) {
   return llvm::json::Object{
       {"min_m", t.minM},         {"max_m", t.maxM},
       {"block_m", t.blockM},     {"block_n", t.blockN},
-      {"waves", t.waves},        {"mfma", stringifyMfmaShape(t.mfma)},
+      {"waves", t.waves},        {"mfma", t.mfma->shapeName},
       {"split_k", t.splitK},     {"stages", t.stages},
       {"occupancy", t.occupancy}};
 }

@@ -149,7 +149,7 @@ embedding::compileSpec(const CompileSpecOptions &o) {
     k.splitK = tile.splitK;
     k.stages = tile.stages;
     k.occupancy = tile.occupancy;
-    k.mfma = stringifyMfmaShape(tile.mfma).str();
+    k.mfma = tile.mfma->shapeName.str();
     if (const KernelMetadata *md = compiled->metadata.findKernel(symbol)) {
       k.kernargSize = md->kernargSegmentSize;
       k.ldsBytes = md->groupSegmentFixedSize;

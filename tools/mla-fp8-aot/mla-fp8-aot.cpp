@@ -249,7 +249,7 @@ static int listKernels(const std::vector<KernelGroupSpec> &groups) {
                       : llvm::formatv("M {0}-{1}", t.minM, t.maxM).str();
       llvm::outs() << llvm::formatv(
           "    {0,-12} block {1}x{2}  waves {3}  {4}  split_k {5}\n", range,
-          t.blockM, t.blockN, t.waves, stringifyMfmaShape(t.mfma), t.splitK);
+          t.blockM, t.blockN, t.waves, t.mfma->shapeName, t.splitK);
     }
   }
   return 0;

@@ -11,12 +11,13 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     For every `mlafp8.prequant_bmm` (which must carry `tiles`, see
     `mlafp8-select-tiles`), creates `gpu.module @<func>_kernels` (the module
     becomes a `gpu.container_module`) holding one `gpu.func` kernel per tile,
-    named as `getKernelName` says, e.g.
+    named as `kernel_abi::getKernelSymbol` says, e.g.
     `mla_fp8_n512_k128_g128_bf16_gfx942_m1_16`. The host function is left in
-    place: the op gets a `kernels` attribute, an array of `@module::@kernel`
+    place: the op gets its `kernels` attribute, an array of `@module::@kernel`
     symbol references parallel to `tiles`, that tells a launcher which kernel
-    serves which M range. The kernel ABI (argument order, kernarg offsets, grid)
-    is documented in `MLAFP8ToGPU.h`.
+    serves which M range. The kernel ABI (argument order, kernarg offsets, grid,
+    workspace) is `ABI/KernelABI.h`; the kernel's geometry is `KernelPlan.h`,
+    read from the tile and its MFMA record (`Hardware/Mfma.h`).
 
     Inside a kernel, for each K-group: W fragments are loaded with 16-byte
     loads straight into MFMA B-operand registers; the X rows of the tile are
@@ -35,8 +36,8 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     are issued before group g is computed. Quantization passes whose rows all
     lie past M (a workgroup-uniform test) are skipped: an MFMA output row
     depends only on its own A row, and rows past M are never stored.
-    `occupancy` is informational (LLVM sizes registers from the workgroup
-    size).
+    LLVM sizes registers from the workgroup size (the tile verifier accepts
+    only the default `occupancy`).
 
     With `split_k` > 1 the K-groups are divided among `split_k` workgroups per
     output tile (to fill the chip at small M). Each stores its f32 partial
@@ -46,11 +47,12 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     adds the partials in split order 0..split_k-1 (deterministic whatever
     the arrival order), runs the usual epilogue and resets the counter to 0.
     The caller zeroes the workspace once; every launch leaves it reusable.
-    Layout and size: `MLAFP8ToGPU.h` (`getWorkspaceBytesPerBlock`).
+    Layout and size: `ABI/KernelABI.h` (`getWorkspaceBytesPerBlock`).
 
     Fails with a diagnostic for an unknown chip, an fp8 format the chip lacks,
-    a missing `tiles`, `split_k` above the number of K-groups, a group size
-    below the MFMA's K, or a tile whose LDS exceeds the chip's.
+    a missing `tiles`, an MFMA the chip lacks or the generator does not lower
+    yet (the gfx950 f8f6f4 shapes), `split_k` above the number of K-groups, a
+    group size below the MFMA's K, or a tile whose LDS exceeds the chip's.
 
     Before:
     ```mlir

@@ -362,14 +362,38 @@ func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, 
 
 // -----
 
-// expected-error @+1 {{stages must be between 1 and 4, got 5}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 5, occupancy = 2>} {
+// expected-error @+1 {{stages must be between 1 and 2 (deeper pipelines are not generated), got 3}}
+func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 3, occupancy = 2>} {
   return
 }
 
 // -----
 
-// expected-error @+1 {{occupancy must be between 1 and 8, got 9}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 9>} {
+// expected-error @+1 {{occupancy must be 2 (the generator does not use it yet), got 4}}
+func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 4>} {
   return
+}
+
+// -----
+
+// expected-error @+2 {{unknown fp8 MFMA 'm8n8k64'; known: m16n16k32, m32n32k16, m16n16k128, m32n32k64}}
+// expected-error @+1 {{failed to parse MLAFP8_TileAttr parameter 'mfma'}}
+func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m8n8k64, split_k = 1, stages = 1, occupancy = 2>} {
+  return
+}
+
+// -----
+
+func.func @kernels_without_tiles(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
+  // expected-error @+1 {{kernels must hold one symbol per tile (0), got 1}}
+  %y = mlafp8.prequant_bmm %x, %w, %ws {kernels = [@m::@k]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  return %y : tensor<16x?x512xbf16>
+}
+
+// -----
+
+func.func @kernels_per_tile(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
+  // expected-error @+1 {{kernels must hold one symbol per tile (1), got 2}}
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>], kernels = [@m::@k0, @m::@k1]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  return %y : tensor<16x?x512xbf16>
 }

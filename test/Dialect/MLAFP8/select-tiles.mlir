@@ -52,12 +52,12 @@ func.func @heuristic(%x: tensor<8x?x256xf16>, %w: tensor<8x384x256xf8E4M3FNUZ>,
 
 // Tiles that are already there are kept.
 // GFX942-LABEL: func.func @preset
-// GFX942: tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 32, block_n = 32, waves = 1, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 1>]
+// GFX942: tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 32, block_n = 32, waves = 1, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>]
 func.func @preset(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                   %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
       block_m = 32, block_n = 32, waves = 1, mfma = m32n32k16, split_k = 1,
-      stages = 1, occupancy = 1>]} : tensor<16x?x128xbf16>,
+      stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>,
       tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
 }

@@ -45,7 +45,7 @@ struct Case {
 };
 
 std::string printTile(const TileConfig &t) {
-  std::string mfma = t.mfma == MfmaShape::M16N16K32 ? "m16n16k32" : "m32n32k16";
+  std::string mfma = t.mfma->shapeName.str();
   std::string stages = std::to_string(t.stages);
   return "#mlafp8.tile<min_m = " + std::to_string(t.minM) +
          ", max_m = " + std::to_string(t.maxM) +
@@ -263,8 +263,8 @@ TEST(KernelEmulator, PartialLastGroupAndNTail) {
   c.N = 40;
   c.K = 200;
   c.ms = {1, 19, 70};
-  c.tiles = {{1, 16, 16, 32, 2, MfmaShape::M16N16K32},
-             {17, 0, 32, 32, 1, MfmaShape::M32N32K16}};
+  c.tiles = {{1, 16, 16, 32, 2, lookupMfma("m16n16k32")},
+             {17, 0, 32, 32, 1, lookupMfma("m32n32k16")}};
   runCase(c);
   c.chip = "gfx950";
   c.bias = true;
@@ -278,8 +278,8 @@ TEST(KernelEmulator, PrefetchWithPartialLastGroup) {
   c.N = 96;
   c.K = 456;
   c.ms = {2, 40};
-  c.tiles = {{1, 16, 16, 32, 2, MfmaShape::M16N16K32, 1, 2},
-             {17, 0, 64, 64, 4, MfmaShape::M32N32K16, 1, 2}};
+  c.tiles = {{1, 16, 16, 32, 2, lookupMfma("m16n16k32"), 1, 2},
+             {17, 0, 64, 64, 4, lookupMfma("m32n32k16"), 1, 2}};
   runCase(c);
 }
 
@@ -290,10 +290,10 @@ TEST(KernelEmulator, SmallGroupsUse8ByteUnits) {
   c.K = 96;
   c.groupSize = 32;
   c.ms = {5};
-  c.tiles = {{1, 0, 16, 32, 2, MfmaShape::M16N16K32}};
+  c.tiles = {{1, 0, 16, 32, 2, lookupMfma("m16n16k32")}};
   runCase(c);
   c.groupSize = 16;
-  c.tiles = {{1, 0, 32, 32, 1, MfmaShape::M32N32K16}};
+  c.tiles = {{1, 0, 32, 32, 1, lookupMfma("m32n32k16")}};
   runCase(c);
 }
 
@@ -346,8 +346,8 @@ TEST(KernelEmulator, SplitKUnevenWithPartialGroupAndPrefetch) {
   c.N = 96;
   c.K = 456;
   c.ms = {2, 16, 40, 70};
-  c.tiles = {{1, 16, 16, 32, 2, MfmaShape::M16N16K32, 3, 2},
-             {17, 0, 64, 64, 4, MfmaShape::M32N32K16, 2, 2}};
+  c.tiles = {{1, 16, 16, 32, 2, lookupMfma("m16n16k32"), 3, 2},
+             {17, 0, 64, 64, 4, lookupMfma("m32n32k16"), 2, 2}};
   c.threads = {1, 4};
   EXPECT_EQ(runCase(c), 4 * 2);
   c.chip = "gfx950";

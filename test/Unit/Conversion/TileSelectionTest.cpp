@@ -1,6 +1,7 @@
 //===- TileSelectionTest.cpp - tile table and heuristic -------------------===//
 
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Dialect.h"
 #include "mla-fp8/Target/Chip.h"
 
 #include "gtest/gtest.h"
@@ -9,6 +10,14 @@ using namespace mlir::mlafp8;
 using llvm::StringRef;
 
 namespace {
+
+/// Workgroups of one launch of the kernel of `tile` (the ABI's grid).
+int64_t countWorkgroups(const TileConfig &tile, int64_t n, int64_t m,
+                        int64_t batch) {
+  std::array<int64_t, 3> grid =
+      kernel_abi::getGrid(tile.getLaunchShape(n), m, batch);
+  return grid[0] * grid[1] * grid[2];
+}
 
 /// Every selection covers M = 1.. without gaps, ends unbounded, fits the LDS
 /// and splits K at most `maxSplitK` ways.
@@ -22,11 +31,18 @@ void expectWellFormed(const TileSelection &selection, StringRef chip,
     EXPECT_EQ(tile.minM, next);
     EXPECT_GE(tile.splitK, 1);
     EXPECT_LE(tile.splitK, maxSplitK);
-    EXPECT_LE(getTileLDSBytes(tile, groupSize), facts->ldsBytesPerWorkgroup);
-    int64_t dim = tile.mfma == MfmaShape::M16N16K32 ? 16 : 32;
-    EXPECT_EQ(tile.blockM % dim, 0);
-    EXPECT_EQ(tile.blockN % dim, 0);
-    EXPECT_EQ((tile.blockM / dim) * (tile.blockN / dim) % tile.waves, 0);
+    EXPECT_LE(kernel_abi::getLDSBytes(tile.blockM, groupSize),
+              facts->ldsBytesPerWorkgroup);
+    ASSERT_NE(tile.mfma, nullptr);
+    EXPECT_TRUE(facts->hasMfma(*tile.mfma)) << tile.mfma->mnemonic.str();
+    // The attribute verifier accepts every selected tile, stages and
+    // occupancy included.
+    mlir::MLIRContext context;
+    context.loadDialect<MLAFP8Dialect>();
+    EXPECT_TRUE(TileAttr::getChecked(
+        [&] { return mlir::emitError(mlir::UnknownLoc::get(&context)); },
+        &context, tile.minM, tile.maxM, tile.blockM, tile.blockN, tile.waves,
+        tile.mfma, tile.splitK, tile.stages, tile.occupancy));
     next = tile.maxM == 0 ? 0 : tile.maxM + 1;
   }
   EXPECT_EQ(next, 0) << "the last tile must be unbounded";
@@ -103,7 +119,7 @@ TEST(TileSelection, HeuristicForOtherShapes) {
       expectWellFormed(*selection, chip, g);
       if (g < 32) {
         for (const TileConfig &tile : selection->tiles)
-          EXPECT_EQ(tile.mfma, MfmaShape::M32N32K16);
+          EXPECT_EQ(tile.mfma, lookupMfma("m32n32k16"));
       }
     }
 }

@@ -10,7 +10,6 @@
 
 #include "mla-fp8/CodeObject/File.h"
 #include "mla-fp8/CodeObject/Metadata.h"
-#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
 #include "mla-fp8/Emulator/CodeObject.h"
 #include "mla-fp8/Runtime/Bundle.h"
 #include "mla-fp8/Runtime/EmulatorLaunch.h"

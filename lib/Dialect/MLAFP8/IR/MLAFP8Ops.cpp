@@ -251,6 +251,11 @@ LogicalResult PrequantBmmOp::verify() {
     return failure();
 
   std::optional<ArrayAttr> tiles = getTiles();
+  if (std::optional<ArrayAttr> kernels = getKernels();
+      kernels && (!tiles || kernels->size() != tiles->size()))
+    return emitOpError() << "kernels must hold one symbol per tile ("
+                         << (tiles ? tiles->size() : 0) << "), got "
+                         << kernels->size();
   if (!tiles)
     return success();
   if (tiles->empty())

@@ -38,7 +38,7 @@ struct FuseGroupQuantIntoBmm : OpRewritePattern<ScaledBmmOp> {
         rewriter, bmm.getLoc(), bmm.getY().getType(), quant.getX(), bmm.getW(),
         bmm.getWScale(), bmm.getBias(), bmm.getGroupSizeAttr(),
         bmm.getWScaleModeAttr(), bmm.getXLayoutAttr(), bmm.getYLayoutAttr(),
-        /*tiles=*/nullptr);
+        /*tiles=*/nullptr, /*kernels=*/nullptr);
     rewriter.replaceOp(bmm, fused.getY());
     rewriter.eraseOp(quant);
     return success();

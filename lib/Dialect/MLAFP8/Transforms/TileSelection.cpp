@@ -16,29 +16,12 @@ TileAttr TileConfig::toAttr(MLIRContext *context) const {
                        stages, occupancy);
 }
 
-TileConfig TileConfig::fromAttr(TileAttr attr) {
-  return {attr.getMinM(),   attr.getMaxM(),   attr.getBlockM(),
-          attr.getBlockN(), attr.getWaves(),  attr.getMfma(),
-          attr.getSplitK(), attr.getStages(), attr.getOccupancy()};
-}
-
 const TileConfig *mlir::mlafp8::findTileForM(ArrayRef<TileConfig> tiles,
                                              int64_t m) {
   for (const TileConfig &tile : tiles)
     if (tile.containsM(m))
       return &tile;
   return nullptr;
-}
-
-int64_t mlir::mlafp8::countWorkgroups(const TileConfig &tile, int64_t n,
-                                      int64_t m, int64_t batch) {
-  return llvm::divideCeil(n, tile.blockN) * tile.splitK *
-         llvm::divideCeil(m, tile.blockM) * batch;
-}
-
-int64_t mlir::mlafp8::getTileLDSBytes(const TileConfig &tile,
-                                      int64_t groupSize) {
-  return tile.blockM * groupSize + 4 * tile.blockM;
 }
 
 /// The batch the heuristic assumes when it sizes the grid: DeepSeek-class
@@ -54,28 +37,31 @@ static TileConfig pickTile(const ChipInfo &chip, int64_t n, int64_t groupSize,
                            int64_t numGroups, int64_t minM, int64_t maxM,
                            int64_t blockM) {
   int64_t topM = maxM == 0 ? 1024 : maxM;
-  // 16x16x32 needs groups of at least 32 columns; 32x32x16 needs 16.
-  bool big = (blockM >= 64 && topM > 256) || groupSize < 32;
-  MfmaShape mfma = big ? MfmaShape::M32N32K16 : MfmaShape::M16N16K32;
-  int64_t dim = big ? 32 : 16;
-  blockM = std::max(blockM, dim);
-  while (blockM > dim &&
-         blockM * groupSize + 4 * blockM > chip.ldsBytesPerWorkgroup)
+  // Both chips have these two; a group shorter than the small one's K needs
+  // the large one.
+  static const MfmaLayout *const small = lookupMfma("m16n16k32");
+  static const MfmaLayout *const large = lookupMfma("m32n32k16");
+  bool big = (blockM >= 64 && topM > 256) || groupSize < small->k;
+  const MfmaLayout *mfma = big ? large : small;
+  int64_t rows = mfma->m, columns = mfma->n;
+  blockM = std::max(blockM, rows);
+  while (blockM > rows &&
+         kernel_abi::getLDSBytes(blockM, groupSize) > chip.ldsBytesPerWorkgroup)
     blockM /= 2;
 
-  int64_t maxN = std::max<int64_t>(dim, llvm::PowerOf2Ceil(n));
-  int64_t blockN = dim;
+  int64_t maxN = std::max<int64_t>(columns, llvm::PowerOf2Ceil(n));
+  int64_t blockN = columns;
   for (int64_t candidate : {128, 64, 32, 16}) {
-    if (candidate < dim || candidate > maxN)
+    if (candidate < columns || candidate > maxN)
       continue;
-    int64_t groups = llvm::divideCeil(n, candidate) *
-                     llvm::divideCeil(topM, blockM) * kAssumedBatch;
-    if (groups >= chip.numCUs) {
+    std::array<int64_t, 3> grid = kernel_abi::getGrid(
+        {n, blockM, candidate, /*waves=*/1, /*splitK=*/1}, topM, kAssumedBatch);
+    if (grid[0] * grid[1] * grid[2] >= chip.numCUs) {
       blockN = candidate;
       break;
     }
   }
-  int64_t waves = std::min<int64_t>(4, blockN / dim);
+  int64_t waves = std::min<int64_t>(4, blockN / columns);
   // Prefetch the next K-group when there is one.
   int64_t stages = numGroups > 1 ? 2 : 1;
   return {minM, maxM, blockM, blockN, waves, mfma, /*splitK=*/1, stages};

@@ -25,14 +25,12 @@ def MLAFP8_BatchLayout : I32EnumAttr<"BatchLayout",
 }
 def MLAFP8_BatchLayoutAttr : EnumAttr<MLAFP8_Dialect, MLAFP8_BatchLayout, "layout">;
 
-def MLAFP8_MfmaShape : I32EnumAttr<"MfmaShape", "fp8 matrix-core instruction shape", [
-      I32EnumAttrCase<"M16N16K32", 0, "m16n16k32">,
-      I32EnumAttrCase<"M32N32K16", 1, "m32n32k16">,
-      I32EnumAttrCase<"M16N16K128", 2, "m16n16k128">,
-      I32EnumAttrCase<"M32N32K64", 3, "m32n32k64">
-    ]> {
-  let cppNamespace = "::mlir::mlafp8";
-  let genSpecializedAttr = 0;
+// An fp8 MFMA record of Hardware/Mfma.h, spelled by its shape name
+// (`m16n16k32`): a row added there is accepted here with no edit.
+def MLAFP8_MfmaParameter : AttrParameter<"::mlir::mlafp8::MfmaRecord",
+    "an fp8 MFMA (Hardware/Mfma.h), spelled by its shape name"> {
+  let parser = "::mlir::mlafp8::parseMfmaLayout($_parser)";
+  let printer = "$_printer << $_self->shapeName";
 }
 
 def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
@@ -43,11 +41,14 @@ def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
 
     - `block_m` x `block_n`: the output tile one workgroup computes;
     - `waves`: wavefronts (64 lanes) per workgroup;
-    - `mfma`: the fp8 matrix-core instruction;
+    - `mfma`: the fp8 matrix-core instruction, by the shape name of its record in
+      `Hardware/Mfma.h` (`m16n16k32`, `m32n32k16`, ...);
     - `split_k`: the K-groups are divided among this many workgroups, which add their
       partial sums in fp32 (1 = no split);
-    - `stages`: how many K-groups are in flight (1 = no software pipelining);
-    - `occupancy`: waves per SIMD the register budget is sized for.
+    - `stages`: how many K-groups are in flight: 1 (no software pipelining) or 2 (the
+      loads of group g + 1 are issued before group g is computed);
+    - `occupancy`: reserved for the waves per SIMD the register budget will be sized
+      for; the generator does not use it yet, so only its default, 2, is accepted.
 
     ```mlir
     #mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4,
@@ -60,7 +61,7 @@ def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
     "int64_t":$block_m,
     "int64_t":$block_n,
     "int64_t":$waves,
-    EnumParameter<MLAFP8_MfmaShape>:$mfma,
+    MLAFP8_MfmaParameter:$mfma,
     "int64_t":$split_k,
     "int64_t":$stages,
     "int64_t":$occupancy
@@ -68,10 +69,6 @@ def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Rows, columns and reduction depth of the MFMA instruction.
-    int64_t getMfmaM() const;
-    int64_t getMfmaN() const;
-    int64_t getMfmaK() const;
     /// Whether `m` tokens are served by this tile.
     bool containsM(int64_t m) const {
       return m >= getMinM() && (getMaxM() == 0 || m <= getMaxM());

@@ -77,7 +77,9 @@ def MLAFP8_PrequantBmmOp : MLAFP8_Op<"prequant_bmm", [Pure]> {
     quantized to `w`'s fp8 format inside the kernel, per row and per group of
     `group_size` columns. Attributes as on `scaled_bmm`; `tiles`, when present, holds one
     `#mlafp8.tile` per range of M, sorted, covering every M from 1 up (the last range is
-    unbounded). `mlafp8-select-tiles` attaches them; `convert-mlafp8-to-gpu` needs them.
+    unbounded). `mlafp8-select-tiles` attaches them; `convert-mlafp8-to-gpu` needs them
+    and sets `kernels`: one `@module::@kernel` reference per tile, in the same order,
+    naming the kernel that serves the tile's M range.
 
     ```mlir
     %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 128 : i64}
@@ -94,7 +96,8 @@ def MLAFP8_PrequantBmmOp : MLAFP8_Op<"prequant_bmm", [Pure]> {
     DefaultValuedAttr<MLAFP8_WeightScaleAttr, "WeightScale::PerTensor">:$w_scale_mode,
     DefaultValuedAttr<MLAFP8_BatchLayoutAttr, "BatchLayout::BM">:$x_layout,
     DefaultValuedAttr<MLAFP8_BatchLayoutAttr, "BatchLayout::BM">:$y_layout,
-    OptionalAttr<MLAFP8_TileArrayAttr>:$tiles
+    OptionalAttr<MLAFP8_TileArrayAttr>:$tiles,
+    OptionalAttr<SymbolRefArrayAttr>:$kernels
   );
   let results = (outs AnyRankedTensor:$y);
   let assemblyFormat = [{

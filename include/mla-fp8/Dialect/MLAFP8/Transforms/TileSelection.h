@@ -11,6 +11,7 @@
 #ifndef MLAFP8_DIALECT_MLAFP8_TRANSFORMS_TILESELECTION_H
 #define MLAFP8_DIALECT_MLAFP8_TRANSFORMS_TILESELECTION_H
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Attrs.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -27,10 +28,10 @@ struct TileConfig {
   int64_t blockM;
   int64_t blockN;
   int64_t waves;
-  MfmaShape mfma;
+  const MfmaLayout *mfma;
   int64_t splitK = 1;
   int64_t stages = 1;
-  int64_t occupancy = 2;
+  int64_t occupancy = kTileOccupancy;
 
   /// Whether `m` tokens are served by this tile.
   bool containsM(int64_t m) const {
@@ -38,8 +39,10 @@ struct TileConfig {
   }
   /// The attribute form.
   TileAttr toAttr(MLIRContext *context) const;
-  /// From the attribute form.
-  static TileConfig fromAttr(TileAttr attr);
+  /// The launch facts of the kernel of this tile for N = `n` (ABI/KernelABI.h).
+  kernel_abi::LaunchShape getLaunchShape(int64_t n) const {
+    return {n, blockM, blockN, waves, splitK};
+  }
 };
 
 /// Where a selection came from.
@@ -66,15 +69,6 @@ llvm::Expected<TileSelection> selectTiles(StringRef chip, int64_t n, int64_t k,
 
 /// The tile of `tiles` that serves `m` tokens, or null.
 const TileConfig *findTileForM(ArrayRef<TileConfig> tiles, int64_t m);
-
-/// Workgroups the kernel of `tile` launches: ceil(N / block_n) * split_k
-/// along x, ceil(M / block_m) along y, `batch` along z (zero when M is 0).
-int64_t countWorkgroups(const TileConfig &tile, int64_t n, int64_t m,
-                        int64_t batch);
-
-/// LDS bytes a kernel of `tile` allocates statically: the fp8 activation tile
-/// of one K-group in MFMA operand order plus one f32 scale per row.
-int64_t getTileLDSBytes(const TileConfig &tile, int64_t groupSize);
 
 } // namespace mlir::mlafp8
 

@@ -1,0 +1,63 @@
+//===- EmitterBase.cpp - What every part of a kernel emitter shares -------===//
+
+#include "EmitterBase.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+
+void EmitterBase::emitIf(Value cond, function_ref<void()> body) {
+  auto ifOp = scf::IfOp::create(b, cond, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  body();
+}
+
+Value EmitterBase::loadVector(Value memref, Value offset, int64_t count,
+                              Type elementType, int64_t align, Value valid) {
+  auto type = VectorType::get({count}, elementType);
+  if (!valid) {
+    auto load = vector::LoadOp::create(b, type, memref, ValueRange{offset});
+    load.setAlignment(uint64_t(align));
+    return load;
+  }
+  // lane i of the mask is `i < valid`; built from a constant step vector
+  // (vector.create_mask has no lowering in convert-gpu-to-rocdl).
+  auto i32s = VectorType::get({count}, b.getI32Type());
+  SmallVector<int32_t> steps;
+  for (int64_t i = 0; i < count; ++i)
+    steps.push_back(static_cast<int32_t>(i));
+  Value step = arith::ConstantOp::create(
+      b, i32s, DenseElementsAttr::get(i32s, ArrayRef<int32_t>(steps)));
+  Value bound = vector::BroadcastOp::create(
+      b, i32s, arith::IndexCastOp::create(b, b.getI32Type(), valid));
+  Value mask = arith::CmpIOp::create(b, arith::CmpIPredicate::slt, step, bound);
+  Value zero = arith::ConstantOp::create(
+      b, type, DenseElementsAttr::get(type, b.getZeroAttr(elementType)));
+  return vector::MaskedLoadOp::create(b, type, memref, ValueRange{offset}, mask,
+                                      zero);
+}
+
+Value EmitterBase::slice(Value v, int64_t start, int64_t size) {
+  SmallVector<int64_t> positions;
+  for (int64_t i = 0; i < size; ++i)
+    positions.push_back(start + i);
+  return vector::ShuffleOp::create(b, v, v, positions);
+}
+
+Value EmitterBase::concat(Value x, Value y) {
+  int64_t size = cast<VectorType>(x.getType()).getNumElements() +
+                 cast<VectorType>(y.getType()).getNumElements();
+  SmallVector<int64_t> positions;
+  for (int64_t i = 0; i < size; ++i)
+    positions.push_back(i);
+  return vector::ShuffleOp::create(b, x, y, positions);
+}
+
+Value EmitterBase::tailValid(Value column, int64_t width) {
+  Value left = arith::SubIOp::create(b, cst(p.tailColumns), column);
+  left = arith::MaxSIOp::create(b, left, cst(0));
+  return arith::MinSIOp::create(b, left, cst(width));
+}

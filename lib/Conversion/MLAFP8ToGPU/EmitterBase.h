@@ -1,0 +1,112 @@
+//===- EmitterBase.h - What every part of a kernel emitter shares -*- C++ -*-=//
+//
+// The builder, the plan, the kernel's bound arguments and ids, index
+// arithmetic, and the named layout helpers: every offset, column, row and
+// mask that more than one part of the kernel needs is computed here, once.
+// The parts (loads, quantization, MMA, epilogues) derive from EmitterBase.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLAFP8_LIB_CONVERSION_MLAFP8TOGPU_EMITTERBASE_H
+#define MLAFP8_LIB_CONVERSION_MLAFP8TOGPU_EMITTERBASE_H
+
+#include "mla-fp8/Conversion/MLAFP8ToGPU/KernelPlan.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::mlafp8 {
+
+/// Index arithmetic is on `index`; values that are compile-time constants
+/// fold away. Copyable: an epilogue takes a copy once the kernel's values are
+/// bound.
+class EmitterBase {
+public:
+  EmitterBase(ImplicitLocOpBuilder &b, const KernelPlan &p) : b(b), p(p) {}
+
+protected:
+  Value cst(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
+  Value f32(float v) {
+    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
+  Value add(Value x, int64_t y) { return y == 0 ? x : add(x, cst(y)); }
+  Value mul(Value x, Value y) { return arith::MulIOp::create(b, x, y); }
+  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, cst(y)); }
+  Value div(Value x, int64_t y) { return arith::DivUIOp::create(b, x, cst(y)); }
+  Value rem(Value x, int64_t y) { return arith::RemUIOp::create(b, x, cst(y)); }
+  Value minIdx(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  /// Emits `body` under `scf.if cond`.
+  void emitIf(Value cond, function_ref<void()> body);
+
+  /// Loads `count` elements at `memref[offset]`; with `valid` (the number of
+  /// leading elements that exist, clamped to [0, count]), a masked load that
+  /// reads zeros for the rest.
+  Value loadVector(Value memref, Value offset, int64_t count, Type elementType,
+                   int64_t align, Value valid = {});
+  /// Picks `[start, start + size)` of a vector, or concatenates two.
+  Value slice(Value v, int64_t start, int64_t size);
+  Value concat(Value x, Value y);
+
+  /// Whether pass `pass` of the quantization holds any row below M: a
+  /// workgroup-uniform condition. Passes past M are skipped entirely; the LDS
+  /// rows they would write only feed accumulator rows that are never stored
+  /// (an MFMA output row depends on its own A row only).
+  Value passActive(int64_t pass) {
+    return ult(add(m0, pass * p.rowsPerPass), m);
+  }
+
+  // Named layout helpers.
+
+  /// How many of `width` elements starting at K-group column `column` of the
+  /// partial last group exist: max(0, min(width, tail - column)).
+  Value tailValid(Value column, int64_t width);
+  /// The output column (of Y, bias and W) of lane `laneInGroup`'s
+  /// accumulators in this wave's MFMA tile `nt`.
+  Value outputColumn(Value laneInGroup, int64_t nt) {
+    return add(add(n0, mul(waveN, p.waveCols)),
+               add(laneInGroup, nt * p.mfma->n));
+  }
+  /// The K offset within a group of the operand unit `unit` of lane group
+  /// `laneGroup`: units of lane groups are interleaved along K. X and W use
+  /// the same permutation of K, so each lane's MFMA operands are contiguous.
+  Value operandK(Value laneGroup, int64_t unit) {
+    return add(mul(laneGroup, p.unitBytes), unit * p.unitBytes * p.laneGroups);
+  }
+  /// The byte offset in the LDS A tile of operand unit `unit` of MFMA row
+  /// tile `mt` for MFMA lane `operandLane`: [mt][unit][lane][unitBytes], so
+  /// that each lane reads its unit with one aligned load.
+  template <typename Unit>
+  Value ldsAOffset(Value mt, Unit unit, Value operandLane) {
+    Value slot = add(mul(mt, p.unitsPerGroup), unit);
+    return mul(add(mul(slot, p.waveSize), operandLane), p.unitBytes);
+  }
+  /// The row, within an MFMA tile, of accumulator `element` of the lanes of
+  /// accumulator lane group `laneGroup` (lane / n): the record's row of lane
+  /// 0 plus the lane group's rows.
+  Value accumulatorRow(Value laneGroup, int64_t element) {
+    return add(mul(laneGroup, p.mfma->accRowsPerRun),
+               accumulatorRowOfLane0(element));
+  }
+  int64_t accumulatorRowOfLane0(int64_t element) const {
+    return p.mfma->getAccumulatorElement(0, element).row;
+  }
+
+  ImplicitLocOpBuilder &b;
+  const KernelPlan &p;
+  // Kernel arguments and workgroup memory.
+  Value x, w, ws, bias, y, m, xStrideB, xStrideM, yStrideB, yStrideM;
+  Value workspace;
+  Value ldsA, ldsScales;
+  // Ids; `split` is the split-K index (null without split-K).
+  Value tid, lane, wave, waveN, waveM, batch, mTile, nTile, split, m0, n0;
+  /// One MFMA tile's accumulators of a lane.
+  VectorType accType;
+};
+
+} // namespace mlir::mlafp8
+
+#endif // MLAFP8_LIB_CONVERSION_MLAFP8TOGPU_EMITTERBASE_H

@@ -1,0 +1,205 @@
+//===- KernelBuilder.cpp - One gpu.func per tile, and its K-group loop ----===//
+
+#include "Epilogue.h"
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+using namespace mlir::mlafp8::kernel_abi;
+
+/// Elements of the flat memrefs that stand for the kernels' bare pointers. The
+/// bare-pointer calling convention needs a static shape; nothing is sized by
+/// it (loads and stores are plain global accesses).
+static constexpr int64_t kUnboundedElements = 2147483647;
+
+/// The element type the kernel reads or writes through pointer argument
+/// `index`.
+static Type getPointeeType(ArgIndex index, const KernelPlan &plan,
+                           MLIRContext *context) {
+  switch (index) {
+  case kArgX:
+    return plan.xType;
+  case kArgW:
+    return IntegerType::get(context, 8);
+  case kArgWScale:
+  case kArgWorkspace:
+    return Float32Type::get(context);
+  case kArgBias:
+  case kArgY:
+    return plan.yType;
+  default:
+    llvm_unreachable("not a pointer argument");
+  }
+}
+
+gpu::GPUFuncOp mlir::mlafp8::buildKernel(gpu::GPUModuleOp module, Location loc,
+                                         StringRef name,
+                                         const KernelPlan &plan) {
+  MLIRContext *context = module.getContext();
+  auto global = gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Global);
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(context, gpu::AddressSpace::Workgroup);
+  SmallVector<Type> inputs;
+  for (const KernelArg &arg : getKernelArgs()) {
+    if (arg.kind == ArgKind::I64) {
+      inputs.push_back(IntegerType::get(context, 64));
+      continue;
+    }
+    Type element =
+        getPointeeType(static_cast<ArgIndex>(arg.index), plan, context);
+    inputs.push_back(MemRefType::get({kUnboundedElements}, element,
+                                     MemRefLayoutAttrInterface(), global));
+  }
+  auto type = FunctionType::get(context, inputs, {});
+  Type i8Type = IntegerType::get(context, 8);
+  Type f32Type = Float32Type::get(context);
+  SmallVector<Type> lds = {
+      MemRefType::get({plan.ldsABytes}, i8Type, MemRefLayoutAttrInterface(),
+                      workgroup),
+      MemRefType::get({plan.tile.getBlockM()}, f32Type,
+                      MemRefLayoutAttrInterface(), workgroup)};
+
+  ImplicitLocOpBuilder b(loc, context);
+  b.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(b, name, type, lds, TypeRange());
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(plan.threads), 1, 1}));
+  KernelEmitter(b, plan).emit(func);
+  return func;
+}
+
+void KernelEmitter::bindArguments(gpu::GPUFuncOp func) {
+  Block &entry = func.getBody().front();
+  auto toIndex = [&](Value v) {
+    return arith::IndexCastOp::create(b, b.getIndexType(), v);
+  };
+  x = entry.getArgument(kArgX);
+  w = entry.getArgument(kArgW);
+  ws = entry.getArgument(kArgWScale);
+  bias = entry.getArgument(kArgBias);
+  y = entry.getArgument(kArgY);
+  m = toIndex(entry.getArgument(kArgM));
+  xStrideB = toIndex(entry.getArgument(kArgXStrideB));
+  xStrideM = toIndex(entry.getArgument(kArgXStrideM));
+  yStrideB = toIndex(entry.getArgument(kArgYStrideB));
+  yStrideM = toIndex(entry.getArgument(kArgYStrideM));
+  workspace = entry.getArgument(kArgWorkspace);
+  ldsA = func.getWorkgroupAttributions()[0];
+  ldsScales = func.getWorkgroupAttributions()[1];
+
+  int64_t splitK = p.tile.getSplitK();
+  tid = gpu::ThreadIdOp::create(b, gpu::Dimension::x);
+  lane = rem(tid, p.waveSize);
+  wave = div(tid, p.waveSize);
+  waveN = rem(wave, p.wavesN);
+  waveM = div(wave, p.wavesN);
+  // The splits of one output tile are adjacent along x (x = tile * split_k +
+  // split), so they are dispatched close together.
+  Value blockX = gpu::BlockIdOp::create(b, gpu::Dimension::x);
+  nTile = splitK == 1 ? blockX : div(blockX, splitK);
+  split = splitK == 1 ? Value() : rem(blockX, splitK);
+  n0 = mul(nTile, p.tile.getBlockN());
+  mTile = gpu::BlockIdOp::create(b, gpu::Dimension::y);
+  m0 = mul(mTile, p.tile.getBlockM());
+  batch = gpu::BlockIdOp::create(b, gpu::Dimension::z);
+  accType = VectorType::get({p.accumulators}, b.getF32Type());
+}
+
+void KernelEmitter::emit(gpu::GPUFuncOp func) {
+  b.setInsertionPointToStart(&func.getBody().front());
+  bindArguments(func);
+  Value zero = arith::ConstantOp::create(
+      b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
+  SmallVector<Value> accs =
+      emitGroups(SmallVector<Value>(p.mtPerWave * p.ntPerWave, zero));
+  std::unique_ptr<Epilogue> epilogue = createOutputEpilogue(*this);
+  if (p.tile.getSplitK() > 1)
+    epilogue = createSplitKEpilogue(*this, std::move(epilogue));
+  epilogue->emit(accs);
+  gpu::ReturnOp::create(b);
+}
+
+SmallVector<Value> KernelEmitter::emitGroups(SmallVector<Value> accs) {
+  // Split s runs groups [s * numGroups / split_k, (s + 1) * numGroups /
+  // split_k): every split gets at least one group (split_k <= numGroups). A
+  // partial last group belongs to the last split.
+  int64_t splitK = p.tile.getSplitK();
+  Value kBegin = cst(0), kEnd = cst(p.fullGroups * p.groupSize);
+  std::optional<int64_t> count = p.fullGroups;
+  if (split) {
+    Value gBegin = div(mul(split, p.numGroups), splitK);
+    Value gEnd = div(mul(add(split, 1), p.numGroups), splitK);
+    if (p.tailColumns != 0)
+      gEnd = minIdx(gEnd, cst(p.fullGroups));
+    kBegin = mul(gBegin, p.groupSize);
+    kEnd = mul(gEnd, p.groupSize);
+    count = std::nullopt;
+    if (p.tailColumns == 0 && p.numGroups % splitK == 0)
+      count = p.numGroups / splitK;
+  }
+
+  if (count == 1) {
+    accs = emitGroup(loadGroup(kBegin, /*partial=*/false), accs);
+  } else if (count != 0 && p.fullGroups > 0) {
+    // With stages > 1 the loads of group g + 1 are issued before group g is
+    // computed (clamped to the last full group, which the last iteration
+    // loads again: in bounds and unused; also when a split has no full group
+    // and the loop runs zero times).
+    bool prefetch = p.tile.getStages() > 1;
+    int64_t lastK0 = (p.fullGroups - 1) * p.groupSize;
+    SmallVector<Value> init(accs);
+    if (prefetch) {
+      Value firstK0 = split ? minIdx(kBegin, cst(lastK0)) : kBegin;
+      SmallVector<Value> first = loadGroup(firstK0, /*partial=*/false);
+      init.append(first);
+    }
+    auto loop = scf::ForOp::create(b, kBegin, kEnd, cst(p.groupSize), init);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      Block *body = loop.getBody();
+      if (!body->empty() && body->mightHaveTerminator())
+        body->getTerminator()->erase();
+      b.setInsertionPointToEnd(body);
+      ValueRange iterArgs = loop.getRegionIterArgs();
+      ValueRange current = iterArgs.take_front(accs.size());
+      SmallVector<Value> next;
+      SmallVector<Value> loads;
+      if (prefetch) {
+        Value nextK0 =
+            minIdx(add(loop.getInductionVar(), p.groupSize), cst(lastK0));
+        next = loadGroup(nextK0, /*partial=*/false);
+        loads.assign(iterArgs.begin() + accs.size(), iterArgs.end());
+      } else {
+        loads = loadGroup(loop.getInductionVar(), /*partial=*/false);
+      }
+      SmallVector<Value> yielded = emitGroup(loads, current);
+      yielded.append(next);
+      scf::YieldOp::create(b, yielded);
+    }
+    accs = SmallVector<Value>(loop.getResults().take_front(accs.size()));
+  }
+  if (p.tailColumns == 0)
+    return accs;
+  auto tailGroup = [&](ValueRange current) {
+    return emitGroup(
+        loadGroup(cst(p.fullGroups * p.groupSize), /*partial=*/true), current);
+  };
+  if (!split)
+    return tailGroup(accs);
+  // Only the last split runs the partial group (a workgroup-uniform branch).
+  Value isLastSplit = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, split,
+                                            cst(splitK - 1));
+  SmallVector<Type> types(accs.size(), accType);
+  auto ifOp = scf::IfOp::create(b, types, isLastSplit, /*withElseRegion=*/true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(ifOp.thenBlock());
+    scf::YieldOp::create(b, tailGroup(accs));
+    b.setInsertionPointToEnd(ifOp.elseBlock());
+    scf::YieldOp::create(b, accs);
+  }
+  return SmallVector<Value>(ifOp.getResults());
+}

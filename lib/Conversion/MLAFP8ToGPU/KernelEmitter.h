@@ -1,0 +1,49 @@
+//===- KernelEmitter.h - The body of one prequant_bmm kernel ----*- C++ -*-===//
+//
+// One kernel per tile: for each K-group, load W and X (Loads.cpp), quantize
+// X into LDS (Quantize.cpp), run the MFMAs (Mma.cpp); then the epilogue
+// (Epilogue.h). The K-group loop and the kernel itself are KernelBuilder.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLAFP8_LIB_CONVERSION_MLAFP8TOGPU_KERNELEMITTER_H
+#define MLAFP8_LIB_CONVERSION_MLAFP8TOGPU_KERNELEMITTER_H
+
+#include "EmitterBase.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir::mlafp8 {
+
+class KernelEmitter : public EmitterBase {
+public:
+  using EmitterBase::EmitterBase;
+
+  /// Emits the body of `func`, whose signature is the kernel ABI's.
+  void emit(gpu::GPUFuncOp func);
+
+private:
+  /// Binds the kernel arguments (by kernel_abi::ArgIndex), the LDS buffers
+  /// and the ids.
+  void bindArguments(gpu::GPUFuncOp func);
+  /// The K-groups of this workgroup (all of them, or its split's share).
+  SmallVector<Value> emitGroups(SmallVector<Value> accs);
+  /// The global loads of one K-group starting at column `k0`: the W units
+  /// ([N tile][unit]) followed by the raw X chunks ([pass][chunk]). Issued
+  /// one group ahead when the tile has stages > 1.
+  SmallVector<Value> loadGroup(Value k0, bool partial);
+  /// Quantizes the X chunks of one K-group into the LDS A tile and its row
+  /// scales.
+  void quantizeRows(ValueRange xChunks);
+  /// One K-group from its loads: quantizes X into LDS, runs the MFMAs and
+  /// returns the updated accumulators.
+  SmallVector<Value> emitGroup(ValueRange loads, ValueRange accs);
+};
+
+/// Creates the kernel of `plan` named `name` at the end of `module`.
+gpu::GPUFuncOp buildKernel(gpu::GPUModuleOp module, Location loc,
+                           StringRef name, const KernelPlan &plan);
+
+} // namespace mlir::mlafp8
+
+#endif // MLAFP8_LIB_CONVERSION_MLAFP8TOGPU_KERNELEMITTER_H

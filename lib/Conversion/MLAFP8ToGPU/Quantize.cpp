@@ -1,0 +1,132 @@
+//===- Quantize.cpp - Row-wise fp8 quantization of X into LDS -------------===//
+
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::mlafp8;
+
+/// Quantizes the block_m rows x one group of X into LDS: each row's chunks
+/// are spread over `lanesPerRow` adjacent lanes, which reduce the row's amax
+/// with xor shuffles; every lane then scales, clamps and converts its own
+/// chunks and stores them where the MFMA A operand reads them.
+void KernelEmitter::quantizeRows(ValueRange xChunks) {
+  Type f32Type = b.getF32Type();
+  Type i8Type = b.getI8Type();
+  auto fp8x4 = VectorType::get({4}, p.wType);
+  auto f32Chunk = VectorType::get({kChunkColumns}, f32Type);
+  Value laneInRow = rem(tid, p.lanesPerRow);
+  Value rowInPass = div(tid, p.lanesPerRow);
+  float invFmax = 1.0f / p.fmax;
+  int64_t blockM = p.tile.getBlockM();
+
+  for (int64_t pass = 0; pass < p.passes; ++pass) {
+    auto emitPass = [&] {
+      Value row = add(rowInPass, pass * p.rowsPerPass);
+      SmallVector<Value> chunks;
+      // The amax is reduced on the bit patterns of |x|: for non-negative
+      // floats integer order is value order, and NaN and Inf patterns sort
+      // above every finite one, so a row holding either is seen (a float
+      // maxnum would skip a NaN).
+      auto i32Type = b.getI32Type();
+      Value amaxBits = arith::ConstantOp::create(b, b.getI32IntegerAttr(0));
+      for (int64_t c = 0; c < p.chunksPerLane; ++c) {
+        Value v = arith::ExtFOp::create(b, f32Chunk,
+                                        xChunks[pass * p.chunksPerLane + c]);
+        chunks.push_back(v);
+        // |v| by clearing the sign bits.
+        auto i32Chunk = VectorType::get({kChunkColumns}, i32Type);
+        Value bits = vector::BitCastOp::create(b, i32Chunk, v);
+        Value magnitudeMask = arith::ConstantOp::create(
+            b, i32Chunk,
+            DenseElementsAttr::get(i32Chunk, b.getI32IntegerAttr(0x7fffffff)));
+        Value absBits = arith::AndIOp::create(b, bits, magnitudeMask);
+        Value chunkMax = vector::ReductionOp::create(
+            b, vector::CombiningKind::MAXUI, absBits);
+        amaxBits = arith::MaxUIOp::create(b, amaxBits, chunkMax);
+      }
+      for (int64_t offset = 1; offset < p.lanesPerRow; offset *= 2) {
+        Value other =
+            gpu::ShuffleOp::create(b, amaxBits, static_cast<int32_t>(offset),
+                                   static_cast<int32_t>(p.waveSize),
+                                   gpu::ShuffleMode::XOR)
+                .getShuffleResult();
+        amaxBits = arith::MaxUIOp::create(b, amaxBits, other);
+      }
+      Value amax = arith::BitcastOp::create(b, f32Type, amaxBits);
+      amax = arith::MaxNumFOp::create(b, amax, f32(1e-10f));
+      Value scale = arith::MulFOp::create(b, amax, f32(invFmax));
+      // A NaN or Inf in the row makes the row's scale NaN, so every output of
+      // the row is NaN, as in the reference; its quantized values (clamped,
+      // finite) then do not matter.
+      Value nonFinite = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::ugt, amaxBits,
+          arith::ConstantOp::create(b, b.getI32IntegerAttr(0x7f7fffff)));
+      scale = arith::SelectOp::create(
+          b, nonFinite, f32(std::numeric_limits<float>::quiet_NaN()), scale);
+      Value inverse = arith::DivFOp::create(b, f32(1.0f), scale);
+
+      auto storeRow = [&]() {
+        Value mt = div(row, p.mfma->m);
+        Value rowInTile = rem(row, p.mfma->m);
+        for (int64_t c = 0; c < p.chunksPerLane; ++c) {
+          Value q = arith::MulFOp::create(
+              b, chunks[c], vector::BroadcastOp::create(b, f32Chunk, inverse));
+          q = arith::MaxNumFOp::create(
+              b, q, vector::BroadcastOp::create(b, f32Chunk, f32(-p.fmax)));
+          q = arith::MinNumFOp::create(
+              b, q, vector::BroadcastOp::create(b, f32Chunk, f32(p.fmax)));
+          // Two words of 4 fp8 each, packed 2 values at a time.
+          SmallVector<Value> words;
+          for (int64_t word = 0; word < 2; ++word) {
+            Value packed;
+            for (int64_t half = 0; half < 2; ++half) {
+              Value lo = vector::ExtractOp::create(b, q, 4 * word + 2 * half);
+              Value hi =
+                  vector::ExtractOp::create(b, q, 4 * word + 2 * half + 1);
+              packed = amdgpu::PackedTrunc2xFp8Op::create(
+                  b, fp8x4, lo, hi, b.getI32IntegerAttr(half), packed);
+            }
+            words.push_back(packed);
+          }
+          Value bytes = vector::BitCastOp::create(
+              b, VectorType::get({kChunkColumns}, i8Type),
+              concat(words[0], words[1]));
+          // Chunk -> (unit, lane group, byte of the unit): the inverse of
+          // operandK, the column permutation that W loads use.
+          Value chunk = add(laneInRow, c * p.lanesPerRow);
+          Value column = mul(chunk, kChunkColumns);
+          int64_t unitSpan = p.unitBytes * p.laneGroups;
+          Value unit = div(column, unitSpan);
+          Value within = rem(column, unitSpan);
+          Value group = div(within, p.unitBytes);
+          Value byte = rem(within, p.unitBytes);
+          Value operandLane = add(rowInTile, mul(group, p.mfma->m));
+          Value offset = add(ldsAOffset(mt, unit, operandLane), byte);
+          auto store =
+              vector::StoreOp::create(b, bytes, ldsA, ValueRange{offset});
+          store.setAlignment(uint64_t(kChunkColumns));
+        }
+        Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                            laneInRow, cst(0));
+        emitIf(first, [&] {
+          memref::StoreOp::create(b, scale, ldsScales, ValueRange{row});
+        });
+      };
+      if ((pass + 1) * p.rowsPerPass > blockM) {
+        emitIf(ult(row, cst(blockM)), storeRow);
+      } else {
+        storeRow();
+      }
+    };
+    if (pass == 0)
+      emitPass();
+    else
+      emitIf(passActive(pass), emitPass);
+  }
+}
