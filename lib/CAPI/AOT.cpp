@@ -12,16 +12,6 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
-/// Parses "per_tensor" / "per_batch" (the manifest's spelling; the CLI's
-/// "per-tensor" is accepted too).
-static std::optional<WeightScale> parseWeightScale(llvm::StringRef text) {
-  if (text == "per_tensor" || text == "per-tensor")
-    return WeightScale::PerTensor;
-  if (text == "per_batch" || text == "per-batch")
-    return WeightScale::PerBatch;
-  return std::nullopt;
-}
-
 /// The same resolution of a preset and its overrides as mla-fp8-aot's.
 static llvm::Expected<KernelSetOptions>
 toKernelSetOptions(const capi::GenerateOptions &o) {
@@ -51,7 +41,8 @@ toKernelSetOptions(const capi::GenerateOptions &o) {
   if (!o.chips.empty())
     options.chips = o.chips;
   options.maxM = o.maxM;
-  std::optional<WeightScale> ws = parseWeightScale(o.weightScale);
+  std::optional<kernel_abi::WeightScaleMode> ws =
+      kernel_abi::parseWeightScaleMode(o.weightScale);
   if (!ws)
     return llvm::createStringError(
         "weight_scale must be 'per_tensor' or 'per_batch', got '" +
@@ -111,22 +102,23 @@ capi::CompileSpecResult capi::compileSpec(const CompileSpecOptions &o) {
     result.error = describeUnsupportedChip(o.chip);
     return result;
   }
-  std::optional<WeightScale> ws = parseWeightScale(o.weightScale);
+  std::optional<kernel_abi::WeightScaleMode> ws =
+      kernel_abi::parseWeightScaleMode(o.weightScale);
   if (!ws) {
     result.error = "weight_scale must be 'per_tensor' or 'per_batch', got '" +
                    o.weightScale + "'";
     return result;
   }
   KernelGroupSpec spec;
-  spec.shape.name = o.projection;
-  spec.shape.n = o.n;
-  spec.shape.k = o.k;
-  spec.shape.batches = o.batches;
-  spec.chip = o.chip;
-  spec.fp8Type = chip->fp8E4M3TypeName.str();
-  spec.outType = o.outType;
-  spec.weightScale = *ws;
-  spec.groupSize = o.groupSize;
+  spec.projection = o.projection;
+  spec.batches = o.batches;
+  spec.kernel.chip = o.chip;
+  spec.kernel.n = o.n;
+  spec.kernel.k = o.k;
+  spec.kernel.fp8Type = chip->fp8E4M3TypeName.str();
+  spec.kernel.outType = o.outType;
+  spec.kernel.weightScale = *ws;
+  spec.kernel.groupSize = o.groupSize;
   spec.maxM = o.maxM;
   llvm::Expected<CompiledCodeObject> compiled =
       compileKernelGroupToCodeObject(spec, o.withIsa);

@@ -147,7 +147,7 @@ TEST(Options, PerBatchDescaleAndF16Output) {
   KernelSetOptions options = defaultOptions();
   options.chips = {"gfx942", "gfx950"};
   options.maxM = 32;
-  options.weightScale = WeightScale::PerBatch;
+  options.weightScale = kernel_abi::WeightScaleMode::PerBatch;
   options.outType = "f16";
   const LoadedBundle &bundle = getBundle(options, "per-batch-f16");
   for (const runtime::LoadedChip &chip : bundle.chips)
