@@ -84,10 +84,10 @@ const KernelEntry *LoadedBundle::findKernel(const KernelQuery &q) const {
   if (!chip || q.m < 0)
     return nullptr;
   const KernelEntry *lowest = nullptr;
+  kernel_abi::KernelDescription wanted = q;
   for (const KernelEntry &e : chip->kernels) {
-    if (e.n != q.n || e.k != q.k || e.outType != q.outType ||
-        e.wScale != q.wScale || e.groupSize != q.groupSize ||
-        e.inType != q.inType || e.hasBias != q.hasBias)
+    wanted.fp8Type = e.fp8Type;
+    if (wanted != e)
       continue;
     if (q.m > 0 && e.servesM(q.m))
       return &e;
@@ -104,13 +104,17 @@ const KernelEntry *LoadedBundle::findKernel(std::string_view chip, int64_t n,
                                             std::string_view outType,
                                             std::string_view wScale,
                                             int64_t groupSize) const {
+  std::optional<kernel_abi::WeightScaleMode> mode =
+      kernel_abi::parseWeightScaleMode(wScale);
+  if (!mode)
+    return nullptr;
   KernelQuery q;
   q.chip = std::string(chip);
   q.n = n;
   q.k = k;
   q.m = m;
   q.outType = std::string(outType);
-  q.wScale = std::string(wScale);
+  q.weightScale = *mode;
   q.groupSize = groupSize;
   return findKernel(q);
 }
@@ -307,7 +311,10 @@ static void readKernel(ManifestReader &r, const json::Object &o,
   e.inType = r.getChoice(o, "in_type", path, {"bf16"});
   e.fp8Type = r.getString(o, "fp8_type", path);
   e.outType = r.getChoice(o, "out_type", path, {"bf16", "f16"});
-  e.wScale = r.getChoice(o, "w_scale", path, {"per_tensor", "per_batch"});
+  e.weightScale =
+      kernel_abi::parseWeightScaleMode(
+          r.getChoice(o, "w_scale", path, {"per_tensor", "per_batch"}))
+          .value_or(kernel_abi::WeightScaleMode::PerTensor);
   e.hasBias = r.getBool(o, "has_bias", path);
   e.minM = r.getInt(o, "min_m", path, 1, kMaxManifestM);
   e.maxM = r.getInt(o, "max_m", path, 0, kMaxManifestM);
@@ -456,16 +463,8 @@ static void checkKernelFields(ManifestReader &r, const std::string &path,
     return;
   }
 
-  kernel_abi::KernelNameFields name;
-  name.n = e.n;
-  name.k = e.k;
-  name.groupSize = e.groupSize;
-  name.outType = e.outType;
-  name.perBatchScale = e.wScale == "per_batch";
-  name.hasBias = e.hasBias;
-  name.chip = e.chip;
-  name.minM = e.minM;
-  name.maxM = e.maxM;
+  kernel_abi::KernelNameFields name =
+      kernel_abi::getNameFields(e, e.minM, e.maxM);
   std::string expected = kernel_abi::getKernelSymbol(name);
   if (e.symbol != expected) {
     // Blame the one field whose other value would name the symbol, if any.
@@ -601,9 +600,7 @@ static void checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
   for (size_t i = 0; i < kernels.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
       const KernelEntry &a = kernels[i], &b = kernels[j];
-      if (a.n != b.n || a.k != b.k || a.groupSize != b.groupSize ||
-          a.inType != b.inType || a.outType != b.outType ||
-          a.wScale != b.wScale || a.hasBias != b.hasBias ||
+      if (static_cast<const kernel_abi::KernelDescription &>(a) != b ||
           a.projection != b.projection || a.symbol == b.symbol)
         continue;
       int64_t aMax = a.maxM ? a.maxM : kMaxManifestM;

@@ -36,7 +36,7 @@ VerifyResult runtime::verifyKernel(EmulatorLauncher &launcher,
     return result;
   }
   OutType outType = kernel.outType == "bf16" ? OutType::BF16 : OutType::F16;
-  bool perBatch = kernel.wScale == "per_batch";
+  bool perBatch = kernel.weightScale == kernel_abi::WeightScaleMode::PerBatch;
   int64_t b = p.batch, m = p.m, n = kernel.n, k = kernel.k;
 
   std::mt19937_64 rng(p.seed);

@@ -72,19 +72,26 @@ void requireDtype(const py::array &a, char kind, py::ssize_t itemsize,
     throw py::type_error(std::string(what) + " has the wrong dtype");
 }
 
+/// Adds every field of `description` under its manifest key: the dicts
+/// follow the description's one field list.
+void addDescription(py::dict &d,
+                    const kernel_abi::KernelDescription &description) {
+  kernel_abi::forEachField(
+      description, [&](const char *name, const auto &value) {
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, kernel_abi::WeightScaleMode>)
+          d[name] = std::string(kernel_abi::stringifyWeightScaleMode(value));
+        else
+          d[name] = value;
+      });
+}
+
 py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
                       size_t kernelIndex) {
   py::dict d;
-  d["chip"] = e.chip;
+  addDescription(d, e);
   d["symbol"] = e.symbol;
   d["projection"] = e.projection;
-  d["n"] = e.n;
-  d["k"] = e.k;
-  d["group_size"] = e.groupSize;
-  d["in_type"] = e.inType;
-  d["fp8_type"] = e.fp8Type;
-  d["out_type"] = e.outType;
-  d["w_scale"] = e.wScale;
   d["min_m"] = e.minM;
   d["max_m"] = e.maxM;
   d["block_m"] = e.blockM;
@@ -94,7 +101,6 @@ py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
   d["kernarg_align"] = e.kernargAlign;
   d["lds_bytes"] = e.ldsBytes;
   d["scratch_bytes"] = e.scratchBytes;
-  d["has_bias"] = e.hasBias;
   d["workspace_bytes_per_block"] = e.workspaceBytesPerBlock;
   py::list args;
   for (const runtime::KernelArg &a : e.args) {
@@ -141,7 +147,11 @@ public:
     q.k = k;
     q.m = m;
     q.outType = outType;
-    q.wScale = wScale;
+    std::optional<kernel_abi::WeightScaleMode> mode =
+        kernel_abi::parseWeightScaleMode(wScale);
+    if (!mode)
+      return std::nullopt;
+    q.weightScale = *mode;
     q.groupSize = groupSize;
     q.inType = inType;
     q.hasBias = hasBias;
@@ -214,7 +224,8 @@ public:
       throw py::value_error("x, w and y do not match the kernel's shape");
     if (!(w.flags() & py::array::c_style))
       throw py::value_error("w must be C-contiguous");
-    if (wScale.size() != (e.wScale == "per_batch" ? b : 1) ||
+    if (wScale.size() !=
+            (e.weightScale == kernel_abi::WeightScaleMode::PerBatch ? b : 1) ||
         !(wScale.flags() & py::array::c_style))
       throw py::value_error("w_scale has the wrong size");
     if (!y.writeable())

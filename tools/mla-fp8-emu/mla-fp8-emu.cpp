@@ -176,7 +176,9 @@ static int runBundle() {
   // descale mode or bias.
   const runtime::KernelEntry *kernel = nullptr;
   for (const char *outType : {"bf16", "f16"})
-    for (const char *wScale : {"per_tensor", "per_batch"})
+    for (kernel_abi::WeightScaleMode wScale :
+         {kernel_abi::WeightScaleMode::PerTensor,
+          kernel_abi::WeightScaleMode::PerBatch})
       for (bool hasBias : {false, true}) {
         runtime::KernelQuery query;
         query.chip = chipOpt;
@@ -184,7 +186,7 @@ static int runBundle() {
         query.k = k;
         query.m = mOpt;
         query.outType = outType;
-        query.wScale = wScale;
+        query.weightScale = wScale;
         query.groupSize = groupOpt;
         query.hasBias = hasBias;
         if (!kernel)
