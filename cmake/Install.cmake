@@ -18,7 +18,8 @@ foreach(entry
     MLAFP8Target:Target
     MLAFP8Conversion:Conversion MLAFP8Pipelines:Pipelines MLAFP8AOT:AOT
     MLAFP8Reference:Reference MLAFP8Emulator:Emulator MLAFP8Runtime:Runtime
-    MLAFP8RuntimeEmulator:RuntimeEmulator MLAFP8CAPI:CAPI)
+    MLAFP8RuntimeEmulator:RuntimeEmulator
+    MLAFP8EmbeddingRuntime:EmbeddingRuntime MLAFP8Embedding:Embedding)
   string(REPLACE ":" ";" entry "${entry}")
   list(GET entry 0 target)
   list(GET entry 1 name)

@@ -84,13 +84,11 @@ mlir::mlafp8::countKernelInstructions(StringRef elfBytes,
   StringRef cpu = chip->name;
 
   // The MC layer: one disassembler and printer for this processor.
-  initializeAMDGPUTarget();
+  llvm::Expected<const llvm::Target *> found = getAMDGPUTarget();
+  if (!found)
+    return found.takeError();
+  const llvm::Target *target = *found;
   llvm::Triple triple(kAMDGPUTriple);
-  std::string message;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, message);
-  if (!target)
-    return makeError("cannot find the AMDGPU target: " + message);
   std::unique_ptr<llvm::MCRegisterInfo> registerInfo(
       target->createMCRegInfo(triple));
   llvm::MCTargetOptions mcOptions;

@@ -68,6 +68,16 @@ static llvm::CodeGenOptLevel getCodeGenOptLevel(unsigned optLevel) {
   }
 }
 
+llvm::Expected<const llvm::Target *> mlir::mlafp8::getAMDGPUTarget() {
+  initializeAMDGPUTarget();
+  std::string message;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(llvm::Triple(kAMDGPUTriple), message);
+  if (!target)
+    return makeError("cannot find the AMDGPU target: " + message);
+  return target;
+}
+
 static llvm::Error checkOptLevel(unsigned optLevel) {
   if (optLevel > 3)
     return makeError("optimization level " + Twine(optLevel) +
@@ -79,14 +89,11 @@ llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 mlir::mlafp8::createTargetMachine(const ChipInfo &chip, unsigned optLevel) {
   if (llvm::Error error = checkOptLevel(optLevel))
     return std::move(error);
-  initializeAMDGPUTarget();
-  llvm::Triple triple(kAMDGPUTriple);
-  std::string message;
-  const llvm::Target *target =
-      llvm::TargetRegistry::lookupTarget(triple, message);
+  llvm::Expected<const llvm::Target *> target = getAMDGPUTarget();
   if (!target)
-    return makeError("cannot find the AMDGPU target: " + message);
-  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+    return target.takeError();
+  llvm::Triple triple(kAMDGPUTriple);
+  std::unique_ptr<llvm::TargetMachine> machine((*target)->createTargetMachine(
       triple, chip.name, chip.llvmFeatures, llvm::TargetOptions(),
       llvm::Reloc::PIC_, std::nullopt, getCodeGenOptLevel(optLevel)));
   if (!machine)

@@ -23,9 +23,9 @@ Modules
 -------
 ``formats``    bit conversions (to_bf16_bits, from_bf16_bits, ...)
 ``reference``  the exact reference of SPEC.md and weight quantization
-``ir``         parse/print MLIR text and run pass pipelines
+``ir``         parse/print MLIR text and run pass pipelines (compiler)
 ``bundle``     load an AOT bundle and pick the kernel for a shape and M
-``aot``        compile_spec / generate_bundle, as mla-fp8-aot
+``aot``        compile_spec / generate_bundle, as mla-fp8-aot (compiler)
 
 ``weights``    quantize_weights_for_chip, convert_ocp_weights_for_chip
 ``emulator``   run_kernel_emulated: a bundle kernel on the gfx9 emulator
@@ -34,7 +34,18 @@ Modules
                batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant
                (numpy arrays: emulator; torch tensors on ROCm: HIP) and
                set_bundle / get_bundle
+
+Native parts
+------------
+``import mla_fp8`` loads only ``_mla_fp8``, the serving module, which links
+no MLIR: bundles, the emulator, the reference and the formats. The compiler
+(``ir``, ``aot``) is ``_mla_fp8_compiler``, linking MLIR; it is imported the
+first time ``mla_fp8.aot``, ``mla_fp8.ir`` or one of their functions
+(``compile_spec``, ``generate_bundle``, ``parse_and_print``,
+``run_pipeline``) is used, so a serving process never maps libMLIR.
 """
+
+import importlib
 
 from . import _mla_fp8
 from .formats import (FP8_FORMATS, fp8_max, to_bf16_bits, from_bf16_bits,
@@ -42,7 +53,6 @@ from .formats import (FP8_FORMATS, fp8_max, to_bf16_bits, from_bf16_bits,
                       dequantize_fp8)
 from .reference import (reference_prequant_bmm, quantize_weights,
                         reencode_e4m3fn_to_fnuz)
-from .ir import parse_and_print, run_pipeline
 from .bundle import Bundle, BundleError, Kernel, load_bundle
 from .weights import (fp8_format_for_chip, quantize_weights_for_chip,
                       convert_ocp_weights_for_chip)
@@ -52,7 +62,35 @@ from .serving import (
     set_bundle, get_bundle, BundleNotFoundError)
 from .hip import HipError, HipUnavailableError
 
-from .aot import compile_spec, generate_bundle
+# Names of the compiler's submodules, resolved on first use (PEP 562) so that
+# importing the package does not load MLIR.
+_COMPILER_NAMES = {
+    "compile_spec": "aot",
+    "generate_bundle": "aot",
+    "parse_and_print": "ir",
+    "run_pipeline": "ir",
+}
+_COMPILER_MODULES = ("aot", "ir")
+
+
+def __getattr__(name):
+    if name in _COMPILER_MODULES:
+        return importlib.import_module("." + name, __name__)
+    if name in _COMPILER_NAMES:
+        module = importlib.import_module("." + _COMPILER_NAMES[name],
+                                         __name__)
+        value = globals()[name] = getattr(module, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_COMPILER_NAMES) |
+                  set(_COMPILER_MODULES))
+
+
+# The public API, compiler included: `from mla_fp8 import *` loads the
+# compiler, `import mla_fp8` does not.
 __all__ = [
     "FP8_FORMATS", "fp8_max", "to_bf16_bits", "from_bf16_bits", "to_f16_bits",
     "from_f16_bits", "quantize_fp8", "dequantize_fp8",

@@ -1,8 +1,12 @@
-"""Ahead-of-time generation from Python: the options of mla-fp8-aot."""
+"""Ahead-of-time generation from Python: the options of mla-fp8-aot.
+
+Importing this module loads the compiler (_mla_fp8_compiler, which maps
+libMLIR); serving never needs it.
+"""
 
 import os
 
-from . import _mla_fp8
+from . import _mla_fp8_compiler
 from ._checks import (HALF_TYPES, W_SCALE_MODES, check_choice,
                       check_group_size, check_int)
 
@@ -82,7 +86,7 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
         "jobs": check_int(jobs, "jobs", minimum=0, maximum=(1 << 32) - 1),
         "force": bool(force),
     }
-    return _mla_fp8.generate_bundle(options)
+    return _mla_fp8_compiler.generate_bundle(options)
 
 
 def compile_spec(n, k, chip, *, projection="custom", batches=(),
@@ -114,4 +118,4 @@ def compile_spec(n, k, chip, *, projection="custom", batches=(),
         "max_m": check_int(max_m, "max_m", minimum=1),
         "with_isa": bool(with_isa),
     }
-    return _mla_fp8.compile_spec(options)
+    return _mla_fp8_compiler.compile_spec(options)

@@ -1,10 +1,12 @@
 """MLIR text in, MLIR text out: the project's dialect, passes and pipelines.
 
 MLIR's own Python bindings cannot be built against the Debian packages, so
-this goes through a narrow text interface of the project's C++ API.
+this goes through a narrow text interface of the project's C++ API. Importing
+this module loads the compiler (_mla_fp8_compiler, which maps libMLIR);
+serving never needs it.
 """
 
-from . import _mla_fp8
+from . import _mla_fp8_compiler
 
 __all__ = ["parse_and_print", "run_pipeline"]
 
@@ -28,7 +30,7 @@ def parse_and_print(ir_text, *, generic=False):
         verify.
     """
     _check_text(ir_text, "ir_text")
-    return _mla_fp8.parse_and_print(ir_text, bool(generic))
+    return _mla_fp8_compiler.parse_and_print(ir_text, bool(generic))
 
 
 def run_pipeline(ir_text, pipeline_str, *, generic=False):
@@ -47,4 +49,5 @@ def run_pipeline(ir_text, pipeline_str, *, generic=False):
     """
     _check_text(ir_text, "ir_text")
     _check_text(pipeline_str, "pipeline_str")
-    return _mla_fp8.run_pipeline(ir_text, pipeline_str, bool(generic))
+    return _mla_fp8_compiler.run_pipeline(ir_text, pipeline_str,
+                                          bool(generic))

@@ -30,10 +30,11 @@ def test_python_example(session_bundle, monkeypatch):
         serving.set_bundle(None)
 
 
-def test_cpp_example_is_the_consumer():
+@pytest.mark.parametrize("index,name", [(1, "consumer"), (2, "serving")])
+def test_cpp_examples_are_the_install_tests(index, name):
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    consumer = ROOT / "test" / "Install" / "consumer" / "main.cpp"
-    if not consumer.exists():
-        pytest.skip("no test/Install/consumer")
-    assert load_extractor().extract(text, "cpp") == consumer.read_text(
+    program = ROOT / "test" / "Install" / name / "main.cpp"
+    if not program.exists():
+        pytest.skip(f"no test/Install/{name}")
+    assert load_extractor().extract(text, "cpp", index) == program.read_text(
         encoding="utf-8")

@@ -21,6 +21,7 @@
 namespace llvm {
 class LLVMContext;
 class Module;
+class Target;
 class TargetMachine;
 } // namespace llvm
 
@@ -59,6 +60,10 @@ struct SerializationOptions {
 /// Initializes LLVM's AMDGPU target (info, MC, codegen, asm printer and
 /// parser, disassembler) once per process; only this target, not all.
 void initializeAMDGPUTarget();
+
+/// Initializes the AMDGPU target and returns it, for the triple
+/// kAMDGPUTriple.
+llvm::Expected<const llvm::Target *> getAMDGPUTarget();
 
 /// Registers the LLVM IR translations of the dialects a gpu.module in LLVM +
 /// ROCDL form holds (builtin, llvm, rocdl, gpu).

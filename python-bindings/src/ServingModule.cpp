@@ -1,18 +1,26 @@
-//===- MLAFP8Module.cpp - the _mla_fp8 Python extension -------------------===//
+//===- ServingModule.cpp - the _mla_fp8 Python extension ------------------===//
+//
+// The serving half of the native part of mla_fp8: formats, the reference,
+// bundles and their kernels on the emulator. It links
+// MLAFP8EmbeddingRuntime and Reference, never MLIR, so `import mla_fp8` and
+// the drop-in call do not map libMLIR; the compiler is _mla_fp8_compiler
+// (CompilerModule.cpp), loaded by mla_fp8.aot and mla_fp8.ir on first use.
 //
 // A thin layer: numpy arrays of raw bits, text and bytes in and out. Argument
 // checking with messages that name the Python argument happens in the
 // mla_fp8 package; this module trusts its dtypes and shapes, re-checking only
 // what would otherwise corrupt memory. Only plain C++ headers are included
-// here (Reference/, Runtime/KernelTable.h, CAPI/): this file is built with
-// exceptions and RTTI, the LLVM-typed libraries without.
+// here (Reference/, Runtime/KernelTable.h, Embedding/): this file is built
+// with exceptions and RTTI, the LLVM-typed libraries without.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla-fp8/CAPI/Embedding.h"
+#include "mla-fp8/Embedding/Runtime.h"
 #include "mla-fp8/Reference/Formats.h"
 #include "mla-fp8/Reference/PrequantBmm.h"
 #include "mla-fp8/Runtime/Limits.h"
+
+#include "PythonMessage.h"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -26,6 +34,7 @@
 
 namespace py = pybind11;
 using namespace mlir::mlafp8;
+using mla_fp8_python::toPythonMessage;
 
 namespace {
 
@@ -118,21 +127,12 @@ py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
   return d;
 }
 
-/// `message` with every byte that is not valid UTF-8 written as \xNN (as
-/// Python's "backslashreplace" does): a path from the file system may hold
-/// any bytes, and pybind turns a message it cannot decode into an empty one.
-static std::string toPythonMessage(const std::string &message) {
-  return py::bytes(message)
-      .attr("decode")("utf-8", "backslashreplace")
-      .cast<std::string>();
-}
-
 /// The bundle as Python sees it: lookups give dicts, code objects bytes.
 class PyBundle {
 public:
   explicit PyBundle(const std::string &dir) {
     std::string error;
-    bundle = capi::loadBundle(dir, error);
+    bundle = embedding::loadBundle(dir, error);
     if (!bundle)
       throw py::value_error(toPythonMessage(error));
   }
@@ -275,7 +275,7 @@ public:
     call.bias = biasData;
     call.y = static_cast<uint16_t *>(y.mutable_data());
     if (!emulator)
-      emulator = std::make_unique<capi::BundleEmulator>(bundle);
+      emulator = std::make_unique<embedding::BundleEmulator>(bundle);
     uint64_t instructions = 0;
     std::string error;
     bool ok;
@@ -291,7 +291,7 @@ public:
   std::shared_ptr<const runtime::LoadedBundle> bundle;
 
 private:
-  std::unique_ptr<capi::BundleEmulator> emulator;
+  std::unique_ptr<embedding::BundleEmulator> emulator;
 
   py::dict describe(const runtime::KernelEntry &e) const {
     for (size_t c = 0; c < bundle->chips.size(); ++c) {
@@ -364,16 +364,11 @@ void callReferencePrequantBmm(py::array x, int64_t xStrideB, int64_t xStrideM,
     throw py::value_error(error);
 }
 
-py::str checkedText(const capi::TextResult &result) {
-  if (!result.ok)
-    throw py::value_error(result.text);
-  return result.text;
-}
-
 } // namespace
 
 PYBIND11_MODULE(_mla_fp8, m) {
-  m.doc() = "Native part of mla_fp8; use the mla_fp8 package instead.";
+  m.doc() = "Native serving part of mla_fp8 (no MLIR); use the mla_fp8 "
+            "package instead.";
 
   m.def("fp8_max", [](const std::string &f) { return getFP8Max(toFormat(f)); });
   m.def("float_to_bf16", [](const CArray<float> &a) {
@@ -446,19 +441,6 @@ PYBIND11_MODULE(_mla_fp8, m) {
     return d;
   });
 
-  m.def(
-      "parse_and_print",
-      [](const std::string &ir, bool generic) {
-        return checkedText(capi::parseAndPrint(ir, generic));
-      },
-      py::arg("ir"), py::arg("generic") = false);
-  m.def(
-      "run_pipeline",
-      [](const std::string &ir, const std::string &pipeline, bool generic) {
-        return checkedText(capi::runPipeline(ir, pipeline, generic));
-      },
-      py::arg("ir"), py::arg("pipeline"), py::arg("generic") = false);
-
   py::class_<PyBundle>(m, "Bundle")
       .def(py::init<const std::string &>())
       .def_property_readonly(
@@ -477,103 +459,4 @@ PYBIND11_MODULE(_mla_fp8, m) {
       .def("code_object", &PyBundle::codeObject)
       .def("grid", &PyBundle::grid)
       .def("run_emulated", &PyBundle::runEmulated);
-
-  m.def("compiled_group_count", &capi::compiledGroupCount,
-        "Kernel groups this process has lowered (a counter inside the "
-        "compiler)");
-  m.def("generate_bundle", [](const py::dict &o) {
-    capi::GenerateOptions options;
-    options.model = o["model"].cast<std::string>();
-    options.heads = o["heads"].cast<int64_t>();
-    options.kvLoraRank = o["kv_lora_rank"].cast<int64_t>();
-    options.qkNopeHeadDim = o["qk_nope_head_dim"].cast<int64_t>();
-    options.vHeadDim = o["v_head_dim"].cast<int64_t>();
-    options.tp = o["tp"].cast<std::vector<int64_t>>();
-    options.maxM = o["max_m"].cast<int64_t>();
-    options.chips = o["chips"].cast<std::vector<std::string>>();
-    options.weightScale = o["weight_scale"].cast<std::string>();
-    options.outType = o["out_type"].cast<std::string>();
-    options.groupSize = o["group_size"].cast<int64_t>();
-    options.bias = o["bias"].cast<bool>();
-    options.outputDir = o["output_dir"].cast<std::string>();
-    options.force = o["force"].cast<bool>();
-    options.cacheDir = o["cache_dir"].cast<std::string>();
-    options.jobs = o["jobs"].cast<unsigned>();
-    capi::GenerateResult r;
-    {
-      py::gil_scoped_release release;
-      r = capi::generateBundle(options);
-    }
-    if (!r.ok)
-      throw py::value_error(toPythonMessage(r.error));
-    py::list chips;
-    for (const capi::GeneratedChip &c : r.chips) {
-      py::dict d;
-      d["chip"] = c.chip;
-      d["symbols"] = c.symbols;
-      d["code_object_bytes"] = c.codeObjectBytes;
-      d["sha256"] = c.sha256;
-      d["from_cache"] = c.fromCache;
-      chips.append(d);
-    }
-    py::dict result;
-    result["chips"] = chips;
-    result["manifest"] = r.manifest;
-    result["bytes_written"] = r.bytesWritten;
-    return result;
-  });
-  m.def("compile_spec", [](const py::dict &o) {
-    capi::CompileSpecOptions options;
-    options.n = o["n"].cast<int64_t>();
-    options.k = o["k"].cast<int64_t>();
-    options.chip = o["chip"].cast<std::string>();
-    options.projection = o["projection"].cast<std::string>();
-    options.batches = o["batches"].cast<std::vector<int64_t>>();
-    options.groupSize = o["group_size"].cast<int64_t>();
-    options.outType = o["out_type"].cast<std::string>();
-    options.weightScale = o["weight_scale"].cast<std::string>();
-    options.maxM = o["max_m"].cast<int64_t>();
-    options.withIsa = o["with_isa"].cast<bool>();
-    capi::CompileSpecResult r;
-    {
-      py::gil_scoped_release release;
-      r = capi::compileSpec(options);
-    }
-    if (!r.ok)
-      throw py::value_error(toPythonMessage(r.error));
-    py::list kernels;
-    for (const capi::CompiledKernel &k : r.kernels) {
-      py::dict d;
-      d["symbol"] = k.symbol;
-      d["min_m"] = k.minM;
-      d["max_m"] = k.maxM;
-      d["block_m"] = k.blockM;
-      d["block_n"] = k.blockN;
-      d["waves"] = k.waves;
-      d["mfma"] = k.mfma;
-      d["split_k"] = k.splitK;
-      d["stages"] = k.stages;
-      d["occupancy"] = k.occupancy;
-      py::dict md;
-      md["kernarg_size"] = k.kernargSize;
-      md["lds_bytes"] = k.ldsBytes;
-      md["scratch_bytes"] = k.scratchBytes;
-      md["vgprs"] = k.vgprs;
-      md["agprs"] = k.agprs;
-      md["sgprs"] = k.sgprs;
-      md["vgpr_spills"] = k.vgprSpills;
-      md["sgpr_spills"] = k.sgprSpills;
-      md["wavefront_size"] = k.wavefrontSize;
-      md["max_workgroup_size"] = k.maxWorkgroupSize;
-      d["metadata"] = md;
-      kernels.append(d);
-    }
-    py::dict result;
-    result["code_object"] = py::bytes(r.codeObject);
-    result["isa"] = r.isa;
-    result["target_id"] = r.targetId;
-    result["code_object_version"] = r.codeObjectVersion;
-    result["kernels"] = kernels;
-    return result;
-  });
 }

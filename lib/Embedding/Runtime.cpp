@@ -1,13 +1,13 @@
 //===- Runtime.cpp - bundle loading in plain C++ types --------------------===//
 
-#include "mla-fp8/CAPI/Embedding.h"
+#include "mla-fp8/Embedding/Runtime.h"
 
 #include "mla-fp8/Runtime/Bundle.h"
 
 using namespace mlir::mlafp8;
 
 std::shared_ptr<const runtime::LoadedBundle>
-capi::loadBundle(const std::string &dir, std::string &error) {
+embedding::loadBundle(const std::string &dir, std::string &error) {
   llvm::Expected<runtime::LoadedBundle> bundle = runtime::loadBundle(dir);
   if (!bundle) {
     error = llvm::toString(bundle.takeError());

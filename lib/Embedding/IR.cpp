@@ -1,6 +1,6 @@
 //===- IR.cpp - parse, print and run pipelines on IR text -----------------===//
 
-#include "mla-fp8/CAPI/Embedding.h"
+#include "mla-fp8/Embedding/Compiler.h"
 
 #include "mla-fp8/Pipelines/Pipelines.h"
 
@@ -49,8 +49,8 @@ struct TextSession {
     return parseSourceFile<ModuleOp>(sourceMgr, config);
   }
 
-  capi::TextResult print(ModuleOp module, bool generic) {
-    capi::TextResult result;
+  embedding::TextResult print(ModuleOp module, bool generic) {
+    embedding::TextResult result;
     result.ok = true;
     llvm::raw_string_ostream out(result.text);
     OpPrintingFlags flags;
@@ -60,8 +60,8 @@ struct TextSession {
     return result;
   }
 
-  capi::TextResult failure(llvm::StringRef fallback) {
-    capi::TextResult result;
+  embedding::TextResult failure(llvm::StringRef fallback) {
+    embedding::TextResult result;
     result.text = diagnostics.empty() ? fallback.str() : diagnostics;
     return result;
   }
@@ -74,7 +74,8 @@ struct TextSession {
 };
 } // namespace
 
-capi::TextResult capi::parseAndPrint(const std::string &ir, bool generic) {
+embedding::TextResult embedding::parseAndPrint(const std::string &ir,
+                                               bool generic) {
   TextSession session;
   OwningOpRef<ModuleOp> module = session.parse(ir);
   if (!module)
@@ -82,8 +83,9 @@ capi::TextResult capi::parseAndPrint(const std::string &ir, bool generic) {
   return session.print(*module, generic);
 }
 
-capi::TextResult capi::runPipeline(const std::string &ir,
-                                   const std::string &pipeline, bool generic) {
+embedding::TextResult embedding::runPipeline(const std::string &ir,
+                                             const std::string &pipeline,
+                                             bool generic) {
   TextSession session;
   std::string pipelineErrors;
   llvm::raw_string_ostream errors(pipelineErrors);

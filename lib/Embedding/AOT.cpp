@@ -1,6 +1,6 @@
 //===- AOT.cpp - the ahead-of-time generator in plain C++ types -----------===//
 
-#include "mla-fp8/CAPI/Embedding.h"
+#include "mla-fp8/Embedding/Compiler.h"
 
 #include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/Compile.h"
@@ -14,7 +14,7 @@ using namespace mlir::mlafp8;
 
 /// The same resolution of a preset and its overrides as mla-fp8-aot's.
 static llvm::Expected<KernelSetOptions>
-toKernelSetOptions(const capi::GenerateOptions &o) {
+toKernelSetOptions(const embedding::GenerateOptions &o) {
   KernelSetOptions options;
   const ModelPreset *preset = lookupModelPreset(o.model);
   if (!preset)
@@ -57,7 +57,7 @@ toKernelSetOptions(const capi::GenerateOptions &o) {
   return options;
 }
 
-capi::GenerateResult capi::generateBundle(const GenerateOptions &o) {
+embedding::GenerateResult embedding::generateBundle(const GenerateOptions &o) {
   GenerateResult result;
   llvm::Expected<KernelSetOptions> kernels = toKernelSetOptions(o);
   if (!kernels) {
@@ -95,7 +95,8 @@ capi::GenerateResult capi::generateBundle(const GenerateOptions &o) {
   return result;
 }
 
-capi::CompileSpecResult capi::compileSpec(const CompileSpecOptions &o) {
+embedding::CompileSpecResult
+embedding::compileSpec(const CompileSpecOptions &o) {
   CompileSpecResult result;
   const ChipInfo *chip = lookupChip(o.chip);
   if (!chip) {
@@ -159,4 +160,4 @@ capi::CompileSpecResult capi::compileSpec(const CompileSpecOptions &o) {
   return result;
 }
 
-uint64_t capi::compiledGroupCount() { return getCompiledGroupCount(); }
+uint64_t embedding::compiledGroupCount() { return getCompiledGroupCount(); }

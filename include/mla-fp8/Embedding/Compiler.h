@@ -1,23 +1,24 @@
-//===- Embedding.h - the project's API in plain C++ types -------*- C++ -*-===//
+//===- Compiler.h - the compiler in plain C++ types -------------*- C++ -*-===//
 //
-// What the Python module (and any embedder built with exceptions and RTTI)
-// calls: text, bytes and standard containers in, the same out, with errors as
-// messages. Everything typed by LLVM or MLIR stays inside the libraries, which
-// are built with LLVM's -fno-exceptions -fno-rtti.
+// The compiler half of the embedding API (library MLAFP8Embedding): parse IR
+// and run pass pipelines, compile one shape, write a bundle. What the Python
+// module (and any embedder built with exceptions and RTTI) calls: text, bytes
+// and standard containers in, the same out, with errors as messages.
+// Everything typed by LLVM or MLIR stays inside the libraries, which are built
+// with LLVM's -fno-exceptions -fno-rtti. It is a C++ facade, not a C API: its
+// callers are C++ (pybind11) and gain nothing from extern "C". It links MLIR;
+// the serving half without it is Runtime.h.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MLA_FP8_CAPI_EMBEDDING_H
-#define MLA_FP8_CAPI_EMBEDDING_H
-
-#include "mla-fp8/Runtime/KernelTable.h"
+#ifndef MLA_FP8_EMBEDDING_COMPILER_H
+#define MLA_FP8_EMBEDDING_COMPILER_H
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
-namespace mlir::mlafp8::capi {
+namespace mlir::mlafp8::embedding {
 
 /// The output of a text-to-text call: `text` holds the result when `ok`, the
 /// diagnostics otherwise.
@@ -36,36 +37,6 @@ TextResult parseAndPrint(const std::string &ir, bool generic = false);
 /// mlafp8 dialect, passes and pipelines and every upstream dialect and pass.
 TextResult runPipeline(const std::string &ir, const std::string &pipeline,
                        bool generic = false);
-
-/// Loads a bundle directory (Runtime/Bundle.h); null with `error` set on
-/// failure.
-std::shared_ptr<const runtime::LoadedBundle> loadBundle(const std::string &dir,
-                                                        std::string &error);
-
-/// Runs the kernels of one loaded bundle on the gfx9 emulator. Each chip's
-/// code object is decoded once, on first use; the bundle is kept alive as
-/// long as this object. Safe to call from several threads.
-class BundleEmulator {
-public:
-  explicit BundleEmulator(std::shared_ptr<const runtime::LoadedBundle> bundle);
-  ~BundleEmulator();
-  BundleEmulator(const BundleEmulator &) = delete;
-  BundleEmulator &operator=(const BundleEmulator &) = delete;
-
-  /// Launches `kernel` (one of the bundle's) for `call` with `threads`
-  /// emulator threads (0: one per core). Returns false with `error` set on
-  /// failure; `instructions` receives the executed instruction count.
-  bool launch(const runtime::KernelEntry &kernel,
-              const runtime::PrequantBmmCall &call, unsigned threads,
-              uint64_t &instructions, std::string &error);
-
-  const runtime::LoadedBundle &getBundle() const { return *bundle; }
-
-private:
-  struct Launcher;
-  std::shared_ptr<const runtime::LoadedBundle> bundle;
-  std::unique_ptr<Launcher> launcher;
-};
 
 /// The kernels to generate, as mla-fp8-aot's options say them.
 struct GenerateOptions {
@@ -155,6 +126,6 @@ CompileSpecResult compileSpec(const CompileSpecOptions &options);
 /// Kernel groups lowered by this process so far (AOT/Compile.h).
 uint64_t compiledGroupCount();
 
-} // namespace mlir::mlafp8::capi
+} // namespace mlir::mlafp8::embedding
 
-#endif // MLA_FP8_CAPI_EMBEDDING_H
+#endif // MLA_FP8_EMBEDDING_COMPILER_H

@@ -1,21 +1,21 @@
 //===- Emulator.cpp - bundle kernels on the emulator in plain C++ types ---===//
 
-#include "mla-fp8/CAPI/Embedding.h"
+#include "mla-fp8/Embedding/Runtime.h"
 
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Runtime/EmulatorLaunch.h"
 
 using namespace mlir::mlafp8;
 
-struct capi::BundleEmulator::Launcher {
+struct embedding::BundleEmulator::Launcher {
   runtime::EmulatorLauncher launcher;
 };
 
-capi::BundleEmulator::BundleEmulator(
+embedding::BundleEmulator::BundleEmulator(
     std::shared_ptr<const runtime::LoadedBundle> bundle)
     : bundle(std::move(bundle)), launcher(std::make_unique<Launcher>()) {}
 
-capi::BundleEmulator::~BundleEmulator() = default;
+embedding::BundleEmulator::~BundleEmulator() = default;
 
 /// Whether `kernel` is one of `bundle`'s entries: the launcher caches decoded
 /// code objects by address, which only stays sound while the bundle that
@@ -29,10 +29,10 @@ static bool ownsKernel(const runtime::LoadedBundle &bundle,
   return false;
 }
 
-bool capi::BundleEmulator::launch(const runtime::KernelEntry &kernel,
-                                  const runtime::PrequantBmmCall &call,
-                                  unsigned threads, uint64_t &instructions,
-                                  std::string &error) {
+bool embedding::BundleEmulator::launch(const runtime::KernelEntry &kernel,
+                                       const runtime::PrequantBmmCall &call,
+                                       unsigned threads, uint64_t &instructions,
+                                       std::string &error) {
   if (!ownsKernel(*bundle, kernel)) {
     error = "kernel '" + kernel.symbol + "' is not part of this bundle";
     return false;

@@ -1,0 +1,54 @@
+//===- Runtime.h - serving in plain C++ types -------------------*- C++ -*-===//
+//
+// The serving half of the embedding API (library MLAFP8EmbeddingRuntime):
+// load a bundle and run its kernels on the emulator. It links Runtime,
+// RuntimeEmulator and Emulator, never MLIR, so a serving process that uses
+// it does not map libMLIR. Like Compiler.h it is plain C++ for callers built
+// with exceptions and RTTI (the Python module); it is not a C API.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_EMBEDDING_RUNTIME_H
+#define MLA_FP8_EMBEDDING_RUNTIME_H
+
+#include "mla-fp8/Runtime/KernelTable.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mlir::mlafp8::embedding {
+
+/// Loads a bundle directory (Runtime/Bundle.h); null with `error` set on
+/// failure.
+std::shared_ptr<const runtime::LoadedBundle> loadBundle(const std::string &dir,
+                                                        std::string &error);
+
+/// Runs the kernels of one loaded bundle on the gfx9 emulator. Each chip's
+/// code object is decoded once, on first use; the bundle is kept alive as
+/// long as this object. Safe to call from several threads.
+class BundleEmulator {
+public:
+  explicit BundleEmulator(std::shared_ptr<const runtime::LoadedBundle> bundle);
+  ~BundleEmulator();
+  BundleEmulator(const BundleEmulator &) = delete;
+  BundleEmulator &operator=(const BundleEmulator &) = delete;
+
+  /// Launches `kernel` (one of the bundle's) for `call` with `threads`
+  /// emulator threads (0: one per core). Returns false with `error` set on
+  /// failure; `instructions` receives the executed instruction count.
+  bool launch(const runtime::KernelEntry &kernel,
+              const runtime::PrequantBmmCall &call, unsigned threads,
+              uint64_t &instructions, std::string &error);
+
+  const runtime::LoadedBundle &getBundle() const { return *bundle; }
+
+private:
+  struct Launcher;
+  std::shared_ptr<const runtime::LoadedBundle> bundle;
+  std::unique_ptr<Launcher> launcher;
+};
+
+} // namespace mlir::mlafp8::embedding
+
+#endif // MLA_FP8_EMBEDDING_RUNTIME_H
