@@ -4,7 +4,7 @@
 
 #include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/Compile.h"
-#include "mla-fp8/AOT/Presets.h"
+#include "mla-fp8/AOT/Options.h"
 #include "mla-fp8/Target/Chip.h"
 
 #include "llvm/Support/WithColor.h"
@@ -12,54 +12,9 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
-/// The same resolution of a preset and its overrides as mla-fp8-aot's.
-static llvm::Expected<KernelSetOptions>
-toKernelSetOptions(const embedding::GenerateOptions &o) {
-  KernelSetOptions options;
-  const ModelPreset *preset = lookupModelPreset(o.model);
-  if (!preset)
-    return llvm::createStringError(describeUnknownModel(o.model));
-  options.model = o.model;
-  options.dims = preset->dims;
-  bool custom = false;
-  auto override = [&](int64_t value, int64_t &field) {
-    if (value > 0) {
-      field = value;
-      custom = true;
-    }
-  };
-  override(o.heads, options.dims.heads);
-  override(o.kvLoraRank, options.dims.kvLoraRank);
-  override(o.qkNopeHeadDim, options.dims.qkNopeHeadDim);
-  override(o.vHeadDim, options.dims.vHeadDim);
-  if (custom)
-    options.model = o.model + "-custom";
-  if (!o.tp.empty()) {
-    options.tp = o.tp;
-    options.tpExplicit = true;
-  }
-  if (!o.chips.empty())
-    options.chips = o.chips;
-  options.maxM = o.maxM;
-  std::optional<kernel_abi::WeightScaleMode> ws =
-      kernel_abi::parseWeightScaleMode(o.weightScale);
-  if (!ws)
-    return llvm::createStringError(
-        "weight_scale must be 'per_tensor' or 'per_batch', got '" +
-        o.weightScale + "'");
-  options.weightScale = *ws;
-  if (o.outType != "bf16" && o.outType != "f16")
-    return llvm::createStringError("out_type must be 'bf16' or 'f16', got '" +
-                                   o.outType + "'");
-  options.outType = o.outType;
-  options.groupSize = o.groupSize;
-  options.bias = o.bias;
-  return options;
-}
-
 embedding::GenerateResult embedding::generateBundle(const GenerateOptions &o) {
   GenerateResult result;
-  llvm::Expected<KernelSetOptions> kernels = toKernelSetOptions(o);
+  llvm::Expected<KernelSetOptions> kernels = resolveKernelSetOptions(o.kernels);
   if (!kernels) {
     result.error = llvm::toString(kernels.takeError());
     return result;
@@ -98,29 +53,19 @@ embedding::GenerateResult embedding::generateBundle(const GenerateOptions &o) {
 embedding::CompileSpecResult
 embedding::compileSpec(const CompileSpecOptions &o) {
   CompileSpecResult result;
-  const ChipInfo *chip = lookupChip(o.chip);
+  const ChipInfo *chip = lookupChip(o.kernel.chip);
   if (!chip) {
-    result.error = describeUnsupportedChip(o.chip);
-    return result;
-  }
-  std::optional<kernel_abi::WeightScaleMode> ws =
-      kernel_abi::parseWeightScaleMode(o.weightScale);
-  if (!ws) {
-    result.error = "weight_scale must be 'per_tensor' or 'per_batch', got '" +
-                   o.weightScale + "'";
+    result.error = describeUnsupportedChip(o.kernel.chip);
     return result;
   }
   KernelGroupSpec spec;
   spec.projection = o.projection;
   spec.batches = o.batches;
-  spec.kernel.chip = o.chip;
-  spec.kernel.n = o.n;
-  spec.kernel.k = o.k;
-  spec.kernel.fp8Type = chip->fp8E4M3TypeName.str();
-  spec.kernel.outType = o.outType;
-  spec.kernel.weightScale = *ws;
-  spec.kernel.groupSize = o.groupSize;
+  spec.kernel = o.kernel;
+  if (spec.kernel.fp8Type.empty())
+    spec.kernel.fp8Type = chip->fp8E4M3TypeName.str();
   spec.maxM = o.maxM;
+  result.kernel = spec.kernel;
   llvm::Expected<CompiledCodeObject> compiled =
       compileKernelGroupToCodeObject(spec, o.withIsa);
   if (!compiled) {

@@ -20,6 +20,7 @@
 #include "mla-fp8/Reference/PrequantBmm.h"
 #include "mla-fp8/Runtime/Limits.h"
 
+#include "DescriptionDict.h"
 #include "PythonMessage.h"
 
 #include <pybind11/numpy.h>
@@ -34,6 +35,7 @@
 
 namespace py = pybind11;
 using namespace mlir::mlafp8;
+using mla_fp8_python::addDescription;
 using mla_fp8_python::toPythonMessage;
 
 namespace {
@@ -79,20 +81,6 @@ void requireDtype(const py::array &a, char kind, py::ssize_t itemsize,
                   const char *what) {
   if (a.dtype().kind() != kind || a.itemsize() != itemsize)
     throw py::type_error(std::string(what) + " has the wrong dtype");
-}
-
-/// Adds every field of `description` under its manifest key: the dicts
-/// follow the description's one field list.
-void addDescription(py::dict &d,
-                    const kernel_abi::KernelDescription &description) {
-  kernel_abi::forEachField(
-      description, [&](const char *name, const auto &value) {
-        using T = std::decay_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, kernel_abi::WeightScaleMode>)
-          d[name] = std::string(kernel_abi::stringifyWeightScaleMode(value));
-        else
-          d[name] = value;
-      });
 }
 
 py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
