@@ -20,10 +20,6 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
-#ifndef MLAFP8_VERSION_STRING
-#define MLAFP8_VERSION_STRING "0.0.0"
-#endif
-
 static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
@@ -31,7 +27,7 @@ static llvm::Error makeError(const llvm::Twine &message) {
 const std::string &mlir::mlafp8::getCompilerFingerprint() {
   static const std::string fingerprint = [] {
     std::string id = llvm::formatv("mla-fp8 {0}; LLVM {1}",
-                                   MLAFP8_VERSION_STRING, LLVM_VERSION_STRING)
+                                   getCompilerVersion(), LLVM_VERSION_STRING)
                          .str();
     // The binary (executable or shared library) that holds this function: a
     // rebuilt compiler hashes differently even at the same version.

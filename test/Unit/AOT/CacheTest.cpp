@@ -3,6 +3,7 @@
 #include "mla-fp8/AOT/Cache.h"
 #include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/KernelSet.h"
+#include "mla-fp8/AOT/Options.h"
 
 #include "../KernelDescriptionFields.h"
 
@@ -15,11 +16,12 @@ using namespace mlir::mlafp8;
 
 namespace {
 
+/// The default options: DeepSeek-R1 on both chips.
 KernelSetOptions r1Options() {
-  KernelSetOptions options;
-  options.model = "deepseek-r1";
-  options.dims = lookupModelPreset("deepseek-r1")->dims;
-  return options;
+  llvm::Expected<KernelSetOptions> options = resolveKernelSetOptions({});
+  EXPECT_TRUE(static_cast<bool>(options))
+      << llvm::toString(options.takeError());
+  return *options;
 }
 
 std::vector<KernelGroupSpec> r1Groups() {
