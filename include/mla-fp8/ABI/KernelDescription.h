@@ -1,13 +1,15 @@
 //===- KernelDescription.h - What decides one kernel's code -----*- C++ -*-===//
 //
 // The one description of a prequant-bmm kernel from the command line to
-// Python: its shape, formats, epilogue and chip. Together with an M range
-// (the tile table gives the tile of each range) it decides the kernel's code
-// and symbol. Everything that copies a description field by field goes
-// through forEachField(): the serialization (the cache key hashes it), the
-// equality, the symbol and the embedders' dictionaries. A field the visitor
-// does not list fails to compile (see kNumKernelDescriptionFields), so a new
-// field cannot be forgotten by the cache key.
+// Python: its shape, formats, epilogue and chip. AOT's kernel groups, the
+// loaded bundle's KernelEntry and KernelQuery, and the embedding API hold
+// it. Together with an M range (the tile table gives the tile of each range)
+// it decides the kernel's code and symbol. Everything that goes over the
+// fields goes through forEachField(): the serialization (the cache key hashes
+// it), the equality (kernel lookups and the loader's overlap check use it)
+// and the Python dictionaries. A field missing from the field list fails to
+// compile (the static_assert at the end), so a new field cannot be forgotten
+// by the cache key. getNameFields() picks the fields the symbol names.
 //
 // Plain C++17, like Runtime/KernelTable.h: embedders built with exceptions and
 // RTTI include it without LLVM's headers.

@@ -24,6 +24,19 @@ KernelDescription kUpGfx942() {
   return d;
 }
 
+// The counter behind the static_assert that every field is listed: it sees
+// each kind of field a description holds, so a field added without listing
+// it fails to compile.
+struct FieldCountProbe {
+  std::string text;
+  int64_t number = 0;
+  WeightScaleMode mode = WeightScaleMode::PerTensor;
+  bool flag = false;
+};
+static_assert(kernel_abi::detail::countAggregateFields<FieldCountProbe>() == 4);
+static_assert(kernel_abi::detail::countAggregateFields<KernelDescription>() ==
+              kernel_abi::kNumKernelDescriptionFields);
+
 TEST(KernelDescription, SerializationListsEveryFieldInOrder) {
   KernelDescription d = kUpGfx942();
   d.weightScale = WeightScaleMode::PerBatch;
