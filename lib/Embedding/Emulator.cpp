@@ -2,7 +2,6 @@
 
 #include "mla-fp8/Embedding/Runtime.h"
 
-#include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Runtime/EmulatorLaunch.h"
 
 using namespace mlir::mlafp8;

@@ -47,6 +47,14 @@ def check_int(value, name, minimum=None, maximum=INT64_MAX):
     return value
 
 
+def check_str(value, name):
+    """Returns `value` if it is a str."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, got "
+                        f"{type(value).__name__}")
+    return value
+
+
 def check_bool(value, name):
     """Returns `value` if it is a bool."""
     if not isinstance(value, (bool, np.bool_)):

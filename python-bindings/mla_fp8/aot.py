@@ -8,16 +8,9 @@ import os
 
 from . import _mla_fp8_compiler
 from ._checks import (HALF_TYPES, W_SCALE_MODES, check_choice,
-                      check_group_size, check_int)
+                      check_group_size, check_int, check_str)
 
 __all__ = ["compile_spec", "generate_bundle"]
-
-
-def _check_str(value, name):
-    if not isinstance(value, str):
-        raise TypeError(f"{name}: expected a string, got "
-                        f"{type(value).__name__}")
-    return value
 
 
 def _int_list(values, name, minimum=1):
@@ -71,7 +64,7 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
     """
     options = {
         "output_dir": _path_bytes(output_dir, "output_dir"),
-        "model": _check_str(model, "model"),
+        "model": check_str(model, "model"),
         "heads": check_int(heads, "heads"),
         "kv_lora_rank": check_int(kv_lora_rank, "kv_lora_rank"),
         "qk_nope_head_dim": check_int(qk_nope_head_dim, "qk_nope_head_dim"),
@@ -79,8 +72,8 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
         "tp": _int_list(tp, "tp", minimum=None),
         "max_m": check_int(max_m, "max_m"),
         "chips": _str_list(chips, "chips"),
-        "weight_scale": _check_str(weight_scale, "weight_scale"),
-        "out_type": _check_str(out_type, "out_type"),
+        "weight_scale": check_str(weight_scale, "weight_scale"),
+        "out_type": check_str(out_type, "out_type"),
         "group_size": check_int(group_size, "group_size"),
         "bias": bool(bias),
         "cache_dir": b"" if cache_dir is None else _path_bytes(cache_dir,
@@ -108,8 +101,8 @@ def compile_spec(n, k, chip, *, projection="custom", batches=(),
       sgprs, vgpr_spills, sgpr_spills, wavefront_size,
       max_workgroup_size).
     """
-    _check_str(chip, "chip")
-    _check_str(projection, "projection")
+    check_str(chip, "chip")
+    check_str(projection, "projection")
     options = {
         "n": check_int(n, "n", minimum=1),
         "k": check_int(k, "k", minimum=1),

@@ -7,15 +7,9 @@ serving never needs it.
 """
 
 from . import _mla_fp8_compiler
+from ._checks import check_str
 
 __all__ = ["parse_and_print", "run_pipeline"]
-
-
-def _check_text(value, name):
-    if not isinstance(value, str):
-        raise TypeError(f"{name}: expected a string, got "
-                        f"{type(value).__name__}")
-    return value
 
 
 def parse_and_print(ir_text, *, generic=False):
@@ -29,7 +23,7 @@ def parse_and_print(ir_text, *, generic=False):
       ValueError: with the MLIR diagnostics when the IR does not parse or
         verify.
     """
-    _check_text(ir_text, "ir_text")
+    check_str(ir_text, "ir_text")
     return _mla_fp8_compiler.parse_and_print(ir_text, bool(generic))
 
 
@@ -47,7 +41,7 @@ def run_pipeline(ir_text, pipeline_str, *, generic=False):
       ValueError: with the diagnostics when the IR, the pipeline or a pass
         fails.
     """
-    _check_text(ir_text, "ir_text")
-    _check_text(pipeline_str, "pipeline_str")
+    check_str(ir_text, "ir_text")
+    check_str(pipeline_str, "pipeline_str")
     return _mla_fp8_compiler.run_pipeline(ir_text, pipeline_str,
                                           bool(generic))

@@ -3,7 +3,7 @@ quantization): e4m3fnuz on gfx942, OCP e4m3fn on gfx950."""
 
 import numpy as np
 
-from ._checks import as_float32, check_bits, check_bool
+from ._checks import as_float32, check_bits, check_bool, check_str
 from .reference import quantize_weights, reencode_e4m3fn_to_fnuz
 
 __all__ = ["CHIP_FP8_FORMATS", "fp8_format_for_chip",
@@ -15,8 +15,7 @@ CHIP_FP8_FORMATS = {"gfx942": "f8E4M3FNUZ", "gfx950": "f8E4M3FN"}
 
 def fp8_format_for_chip(chip):
     """The fp8 format name of `chip`'s kernels."""
-    if not isinstance(chip, str):
-        raise TypeError(f"chip: expected a string, got {type(chip).__name__}")
+    check_str(chip, "chip")
     if chip not in CHIP_FP8_FORMATS:
         raise ValueError(f"chip: expected one of "
                          f"{', '.join(CHIP_FP8_FORMATS)}, got '{chip}'")
