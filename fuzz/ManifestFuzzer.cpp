@@ -160,6 +160,7 @@ static void queryKernels(const LoadedBundle &bundle) {
         for (int64_t b : bs) {
           (void)kernel.getGrid(m, b);
           (void)kernel.getWorkspaceBytes(m, b);
+          (void)kernel.checkLaunch(m, b);
         }
         KernelQuery query;
         static_cast<kernel_abi::KernelDescription &>(query) = kernel;

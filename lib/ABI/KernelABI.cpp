@@ -5,6 +5,8 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+
 using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::kernel_abi;
 
@@ -67,10 +69,35 @@ bool LaunchShape::isValid() const {
          waves <= kMaxWaves && splitK >= 1 && splitK <= kMaxSplitK;
 }
 
+int64_t GridDim::evaluate(int64_t m, int64_t batch) const {
+  if (var == Var::None)
+    return value;
+  // ceil(v / value) without forming v + value - 1.
+  return llvm::divideCeil(std::max<int64_t>(var == Var::M ? m : batch, 0),
+                          std::max<int64_t>(value, 1));
+}
+
+std::string GridDim::str() const {
+  if (var == Var::None)
+    return std::to_string(value);
+  std::string name = var == Var::M ? "M" : "B";
+  if (value == 1)
+    return name;
+  return "ceil(" + name + "/" + std::to_string(value) + ")";
+}
+
+std::array<GridDim, 3> kernel_abi::getGridDims(const LaunchShape &shape) {
+  return {
+      GridDim{GridDim::Var::None,
+              int64_t(llvm::divideCeil(shape.n, shape.blockN)) * shape.splitK},
+      GridDim{GridDim::Var::M, shape.blockM}, GridDim{GridDim::Var::B, 1}};
+}
+
 std::array<int64_t, 3> kernel_abi::getGrid(const LaunchShape &shape, int64_t m,
                                            int64_t batch) {
-  return {llvm::divideCeil(shape.n, shape.blockN) * shape.splitK,
-          llvm::divideCeil(m, shape.blockM), batch};
+  std::array<GridDim, 3> dims = getGridDims(shape);
+  return {dims[0].evaluate(m, batch), dims[1].evaluate(m, batch),
+          dims[2].evaluate(m, batch)};
 }
 
 std::array<int64_t, 3> kernel_abi::getWorkgroupSize(const LaunchShape &shape) {
@@ -78,16 +105,24 @@ std::array<int64_t, 3> kernel_abi::getWorkgroupSize(const LaunchShape &shape) {
 }
 
 std::optional<int64_t>
-kernel_abi::getWorkspaceBytesPerBlock(const LaunchShape &shape) {
+kernel_abi::getWorkspaceCountersOffset(const LaunchShape &shape) {
   if (!shape.isValid())
+    return std::nullopt;
+  return llvm::divideCeil(shape.n, shape.blockN) * shape.splitK * shape.blockM *
+         shape.blockN * 4;
+}
+
+std::optional<int64_t>
+kernel_abi::getWorkspaceBytesPerBlock(const LaunchShape &shape) {
+  std::optional<int64_t> counters = getWorkspaceCountersOffset(shape);
+  if (!counters)
     return std::nullopt;
   if (shape.splitK == 1)
     return 0;
-  int64_t nTiles = llvm::divideCeil(shape.n, shape.blockN);
-  int64_t partials = nTiles * shape.splitK * shape.blockM * shape.blockN * 4;
   // One u32 counter per N tile after the partials; blocks start 256 bytes
   // apart so that every partial is 16-byte aligned for vector stores.
-  return llvm::alignTo(partials + 4 * nTiles, kWorkspaceAlignment);
+  return llvm::alignTo(*counters + 4 * llvm::divideCeil(shape.n, shape.blockN),
+                       kWorkspaceAlignment);
 }
 
 std::optional<int64_t> kernel_abi::getWorkspaceBytes(const LaunchShape &shape,

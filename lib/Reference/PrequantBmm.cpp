@@ -311,8 +311,7 @@ OutputErrorStats compareOutputs(const uint16_t *actual,
   return stats;
 }
 
-/// The spacing of `type` values at the magnitude of `value` (finite).
-static double getUlp(double value, OutType type) {
+double getOutputUlp(double value, OutType type) {
   int manBits = type == OutType::BF16 ? 7 : 10;
   int minExp = type == OutType::BF16 ? -126 : -14;
   int exp = minExp;
@@ -343,7 +342,7 @@ OutputErrorStats compareOutputsToF64(const uint16_t *actual,
     else if (std::isinf(e))
       ulps = std::numeric_limits<double>::infinity();
     else
-      ulps = std::fabs(a - e) / getUlp(e, type);
+      ulps = std::fabs(a - e) / getOutputUlp(e, type);
     accumulate(stats, i, a, e, ulps);
   }
   return stats;

@@ -2,10 +2,15 @@
 
 #include "mla-fp8/Runtime/EmulatorLaunch.h"
 
+#include "LaunchShape.h"
+
+#include "mla-fp8/ABI/KernelABI.h"
+
 #include "mla-fp8/Emulator/CodeObject.h"
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Emulator/Memory.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cstring>
@@ -56,11 +61,11 @@ EmulatorLauncher::getWorkspace(const KernelEntry &kernel) {
 /// against it before anything is allocated.
 static constexpr uint64_t kMaxEmulatorBufferBytes = uint64_t(16) << 30;
 
-/// Bytes from the first to one past the last element a (B, M, cols) view with
-/// element strides (sb, sm, 1) touches, for 2-byte elements; nullopt when it
-/// overflows. b, m, cols >= 1 and strides >= 0.
-static std::optional<uint64_t> viewBytes(int64_t b, int64_t m, int64_t cols,
-                                         int64_t sb, int64_t sm) {
+std::optional<uint64_t> runtime::getViewBytes(int64_t b, int64_t m,
+                                              int64_t cols, int64_t sb,
+                                              int64_t sm) {
+  if (b < 1 || m < 1 || cols < 1 || sb < 0 || sm < 0)
+    return std::nullopt;
   int64_t alongB, alongM, last, bytes;
   if (__builtin_mul_overflow(b - 1, sb, &alongB) ||
       __builtin_mul_overflow(m - 1, sm, &alongM) ||
@@ -113,6 +118,32 @@ static llvm::Error checkGeometry(const KernelEntry &kernel,
   return llvm::Error::success();
 }
 
+/// Every launch must leave the split-K arrival counters at 0 (the zero-once
+/// contract in KernelABI.h), or the next launch on the workspace goes wrong.
+/// Each block's bytes from its first counter on are counters or padding,
+/// which nothing writes.
+static llvm::Error checkCountersAreZero(const KernelEntry &kernel,
+                                        llvm::ArrayRef<uint8_t> workspace) {
+  kernel_abi::LaunchShape shape = getLaunchShape(kernel);
+  std::optional<int64_t> blockBytes =
+      kernel_abi::getWorkspaceBytesPerBlock(shape);
+  std::optional<int64_t> counters =
+      kernel_abi::getWorkspaceCountersOffset(shape);
+  if (!blockBytes || !counters || *blockBytes == 0)
+    return llvm::Error::success();
+  for (size_t block = 0; (block + 1) * *blockBytes <= workspace.size();
+       ++block) {
+    llvm::ArrayRef<uint8_t> tail = workspace.slice(
+        block * *blockBytes + *counters, *blockBytes - *counters);
+    if (llvm::any_of(tail, [](uint8_t byte) { return byte != 0; }))
+      return makeError(llvm::formatv(
+          "kernel '{0}' left an arrival counter of split-K workspace block "
+          "{1} nonzero: the next launch on this workspace would be wrong",
+          kernel.symbol, block));
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<emu::ExecStats>
 EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
                          unsigned threads) {
@@ -153,9 +184,9 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
                          ? uint64_t(b)
                          : 1;
   std::optional<uint64_t> xView =
-      viewBytes(b, m, k, call.xStrideB, call.xStrideM);
+      getViewBytes(b, m, k, call.xStrideB, call.xStrideM);
   std::optional<uint64_t> yView =
-      viewBytes(b, m, n, call.yStrideB, call.yStrideM);
+      getViewBytes(b, m, n, call.yStrideB, call.yStrideM);
   std::optional<uint64_t> wView = bufferBytes({b, n, k}, 1);
   std::optional<uint64_t> biasView = bufferBytes({b, n}, 2);
   uint64_t workspaceBytes = kernel.getWorkspaceBytes(m, b);
@@ -213,34 +244,35 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
       return std::move(err);
   }
 
-  // Kernel arguments at the offsets the manifest gives, by name.
+  // Each of the kernel ABI's arguments, at the offset the manifest gives
+  // for its name (the loader checked both against the ABI and the code
+  // object; a hand-built entry is checked here).
+  std::array<uint64_t, kernel_abi::kNumArgs> values{};
+  values[kernel_abi::kArgX] = xAddr;
+  values[kernel_abi::kArgW] = wAddr;
+  values[kernel_abi::kArgWScale] = wsAddr;
+  values[kernel_abi::kArgBias] = biasAddr;
+  values[kernel_abi::kArgY] = yAddr;
+  values[kernel_abi::kArgM] = uint64_t(m);
+  values[kernel_abi::kArgXStrideB] = uint64_t(call.xStrideB);
+  values[kernel_abi::kArgXStrideM] = uint64_t(call.xStrideM);
+  values[kernel_abi::kArgYStrideB] = uint64_t(call.yStrideB);
+  values[kernel_abi::kArgYStrideM] = uint64_t(call.yStrideM);
+  values[kernel_abi::kArgWorkspace] = workspaceAddr;
   std::vector<uint8_t> kernargs(kernel.kernargSize, 0);
-  auto put = [&](std::string_view name, uint64_t value) -> llvm::Error {
-    const KernelArg *arg = kernel.findArg(name);
+  for (const kernel_abi::KernelArg &abi : kernel_abi::getKernelArgs()) {
+    const KernelArg *arg = kernel.findArg(abi.name);
     if (!arg)
       return makeError("kernel '" + kernel.symbol + "' has no argument '" +
-                       std::string(name) + "'");
-    if (uint64_t(arg->offset) + arg->size > kernargs.size() || arg->size > 8)
-      return makeError("argument '" + std::string(name) +
-                       "' lies outside the kernarg segment");
-    std::memcpy(kernargs.data() + arg->offset, &value, arg->size);
-    return llvm::Error::success();
-  };
-  for (auto [name, value] : {std::pair<std::string_view, uint64_t>{"x", xAddr},
-                             {"w", wAddr},
-                             {"w_scale", wsAddr},
-                             {"bias", biasAddr},
-                             {"y", yAddr},
-                             {"m", uint64_t(m)},
-                             {"x_stride_b", uint64_t(call.xStrideB)},
-                             {"x_stride_m", uint64_t(call.xStrideM)},
-                             {"y_stride_b", uint64_t(call.yStrideB)},
-                             {"y_stride_m", uint64_t(call.yStrideM)}})
-    if (llvm::Error err = put(name, value))
-      return std::move(err);
-  if (kernel.findArg("workspace"))
-    if (llvm::Error err = put("workspace", workspaceAddr))
-      return std::move(err);
+                       abi.name + "'");
+    if (uint64_t(arg->offset) + arg->size > kernargs.size() ||
+        arg->size != abi.size)
+      return makeError("argument '" + abi.name + "' of kernel '" +
+                       kernel.symbol + "' is not the kernel ABI's (" +
+                       std::to_string(abi.size) +
+                       " bytes inside the kernarg segment)");
+    std::memcpy(kernargs.data() + arg->offset, &values[abi.index], arg->size);
+  }
 
   emu::DispatchConfig config;
   std::array<uint64_t, 3> grid = kernel.getGrid(m, b);
@@ -261,6 +293,8 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   if (workspaceBytes) {
     Workspace &workspace = getWorkspace(kernel);
     if (llvm::Error err = memory.read(workspaceAddr, workspace.bytes))
+      return std::move(err);
+    if (llvm::Error err = checkCountersAreZero(kernel, workspace.bytes))
       return std::move(err);
   }
   return *stats;

@@ -26,9 +26,12 @@ class Kernel:
       n, k, group_size, min_m, max_m (0: unbounded), block_m (int)
       workgroup_size: (x, y, z)
       kernarg_size, kernarg_align, lds_bytes, scratch_bytes (int)
-      args: list of dicts (name, offset, size, kind, meaning, hidden)
+      args: list of dicts (name, offset, size, kind, meaning, hidden); an
+        explicit argument's name is the manifest's `name` field, which the
+        loader checked against the kernel ABI (`meaning` is prose for people)
       arg_offsets: {name: offset} of the explicit arguments (x, w, w_scale,
-        bias, y, m, x_stride_b, x_stride_m, y_stride_b, y_stride_m)
+        bias, y, m, x_stride_b, x_stride_m, y_stride_b, y_stride_m,
+        workspace): launchers pack by these names
       workspace_bytes_per_block: bytes of zeroed scratch memory per
         (batch, M block) the kernel's `workspace` argument needs; 0: none
       has_bias: whether the kernel adds its bias argument
@@ -48,15 +51,13 @@ class Kernel:
         return self._bundle._code_object(self._key[0])
 
     def workspace_bytes(self, m, b):
-        """Bytes of the zeroed workspace for `m` tokens and `b` batches:
-        b * ceil(m / block_m) * workspace_bytes_per_block (0: none)."""
+        """Bytes of the zeroed workspace for `m` tokens and `b` batches, as
+        the kernel ABI gives them: b * ceil(m / block_m) *
+        workspace_bytes_per_block (0: none)."""
         m = check_int(m, "m", minimum=0)
         b = check_int(b, "b", minimum=0)
-        if not self.workspace_bytes_per_block or "workspace" not in \
-                self.arg_offsets:
-            return 0
-        blocks = -(-m // self.block_m) if self.block_m else 1
-        return b * blocks * self.workspace_bytes_per_block
+        return self._bundle._native.workspace_bytes(self._key[0], self._key[1],
+                                                    m, b)
 
     def serves(self, m):
         """Whether this kernel's M range holds `m`."""

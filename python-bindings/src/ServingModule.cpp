@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -187,6 +188,20 @@ public:
       throw py::value_error(e.symbol + ": " + reason);
     std::array<uint64_t, 3> g = e.getGrid(m, b);
     return py::make_tuple(g[0], g[1], g[2]);
+  }
+
+  /// The split-K workspace bytes of a launch for `m` tokens and `b` batches,
+  /// as the kernel ABI gives them (0: none).
+  uint64_t workspaceBytes(size_t chipIndex, size_t kernelIndex, int64_t m,
+                          int64_t b) const {
+    const runtime::KernelEntry &e =
+        bundle->chips.at(chipIndex).kernels.at(kernelIndex);
+    uint64_t bytes = e.getWorkspaceBytes(m, b);
+    if (bytes == std::numeric_limits<uint64_t>::max())
+      throw py::value_error(
+          e.symbol + ": the split-K workspace for M = " + std::to_string(m) +
+          ", B = " + std::to_string(b) + " does not fit in 64 bits");
+    return bytes;
   }
 
   /// Runs kernel (chipIndex, kernelIndex) on the emulator. `x` is a
@@ -446,5 +461,6 @@ PYBIND11_MODULE(_mla_fp8, m) {
       .def("find_kernel", &PyBundle::findKernel)
       .def("code_object", &PyBundle::codeObject)
       .def("grid", &PyBundle::grid)
+      .def("workspace_bytes", &PyBundle::workspaceBytes)
       .def("run_emulated", &PyBundle::runEmulated);
 }

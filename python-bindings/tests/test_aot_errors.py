@@ -133,7 +133,7 @@ def test_paths_are_bytes_the_file_system_sees(tmp_path):
     # and errors about it keep their message.
     out = os.fsdecode(os.fsencode(str(tmp_path)) + b"/bundle\xff")
     mla_fp8.generate_bundle(out, **SMALL)
-    assert mla_fp8.load_bundle(out).schema_version == 2
+    assert mla_fp8.load_bundle(out).schema_version == 3
     missing = os.fsencode(str(tmp_path)) + b"/missing\xff"
     with pytest.raises(mla_fp8.BundleError, match=r"missing\\xff"):
         mla_fp8.load_bundle(missing)

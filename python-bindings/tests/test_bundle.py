@@ -53,7 +53,7 @@ def bundle(pristine):
 
 
 def test_bundle_fields(bundle):
-    assert bundle.schema_version == 2
+    assert bundle.schema_version == 3
     assert bundle.max_m == 64
     assert bundle.chips == ["gfx942"]
     assert [k.symbol for k in bundle.kernels()][:3] == [
@@ -115,14 +115,28 @@ def test_lookup_argument_errors(bundle):
         kernel.workspace_bytes("x", 16)
 
 
-def test_wrong_schema_version(copy):
+@pytest.mark.parametrize("version", [1, 2])
+def test_wrong_schema_version(copy, version):
     data = read_manifest(copy)
-    data["schema_version"] = 1
+    data["schema_version"] = version
     write_manifest(copy, data)
     with pytest.raises(mla_fp8.BundleError,
-                       match="schema version 1; this loader reads schema "
-                             "version 2 only. Regenerate"):
+                       match=f"schema version {version}; this loader reads "
+                             f"schema version 3 only. Regenerate"):
         mla_fp8.load_bundle(copy)
+
+
+def test_argument_names_come_from_the_manifest(copy):
+    # The names are the manifest's `name` fields; `meaning` is prose that
+    # may say anything.
+    data = read_manifest(copy)
+    for kernel in data["chips"][0]["kernels"]:
+        for arg in kernel["args"]:
+            arg["meaning"] = "reworded: " + arg["meaning"]
+    write_manifest(copy, data)
+    kernel = mla_fp8.load_bundle(copy).kernels()[0]
+    assert [a["name"] for a in kernel.args] == EXPLICIT
+    assert kernel.args[0]["meaning"].startswith("reworded: ")
 
 
 def test_digest(copy):

@@ -50,8 +50,18 @@ def missing_symbol(m):
 def moved_arg(m):
     # "m" moves onto x_stride_b: the layout no longer matches the kernel's.
     for arg in kup(m)["args"]:
-        if arg["meaning"].startswith("m:"):
+        if arg.get("name") == "m":
             arg["offset"] += 8
+
+
+def renamed_arg(m):
+    # The sixth argument claims another argument's name: a launcher packing
+    # by name would put x_stride_b where the kernel reads m.
+    kup(m)["args"][5]["name"] = "x_stride_b"
+
+
+def unnamed_arg(m):
+    del kup(m)["args"][0]["name"]
 
 
 def flipped(field, values):
@@ -86,6 +96,8 @@ MUTATIONS = {
     "symbol-other-projection": (other_projection_symbol, "symbol"),
     "symbol-missing": (missing_symbol, "symbol"),
     "arg-moved": (moved_arg, "args"),
+    "arg-renamed": (renamed_arg, "args[5].name"),
+    "arg-unnamed": (unnamed_arg, "args[0].name"),
     "code-object-outside": (
         lambda m: m["chips"][0].update(code_object="../gfx942.hsaco"),
         "code_object"),

@@ -1,9 +1,10 @@
 //===- mla-fp8-emu.cpp - Run a code object's kernel on the CPU ------------===//
 
 #include "mla-fp8/Emulator/Emulator.h"
-#include "mla-fp8/Emulator/PrequantBmmRunner.h"
+#include "mla-fp8/Reference/Formats.h"
 #include "mla-fp8/Runtime/Bundle.h"
 #include "mla-fp8/Runtime/Limits.h"
+#include "mla-fp8/Runtime/PeerLaunch.h"
 #include "mla-fp8/Runtime/Verify.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -147,6 +148,26 @@ static void printStats(const ExecStats &s) {
 static constexpr uint64_t kMaxArgBufferBytes = uint64_t(1) << 30;
 static constexpr uint64_t kMaxArgBytesTotal = uint64_t(4) << 30;
 
+/// Prints what the reference check found; returns the exit code.
+static int reportVerification(const runtime::KernelEntry &kernel,
+                              const runtime::VerifyResult &result) {
+  if (!result.error.empty())
+    die(kernel.symbol + ": " + result.error);
+  outs() << format("vs f64 reference: max abs error %.3g, max %.3g ulp (%s)\n",
+                   result.maxAbsError, result.maxUlp, kernel.outType.c_str());
+  if (!result.note.empty())
+    outs() << result.note << "\n";
+  printStats(result.stats);
+  if (!result.passed()) {
+    outs() << "FAIL: " << result.failures << " elements outside tolerance, "
+           << result.unwritten << " never written, " << result.outside
+           << " written outside Y; " << result.message << "\n";
+    return 1;
+  }
+  outs() << "PASS\n";
+  return 0;
+}
+
 /// --check-bundle: loads the bundle with every check the loader makes.
 static int checkBundle() {
   auto bundle = runtime::loadBundle(inputFile);
@@ -202,8 +223,10 @@ static int runBundle() {
   problem.batch = bOpt;
   problem.m = mOpt;
   problem.seed = seedOpt;
-  problem.stridedX = stridedXOpt;
-  problem.transposedY = transposeYOpt;
+  if (stridedXOpt)
+    problem.x = runtime::kQNopeLayout;
+  if (transposeYOpt)
+    problem.y = runtime::kWideTokenMajorLayout;
   problem.threads = threadsOpt;
   auto start = std::chrono::steady_clock::now();
   runtime::VerifyResult result =
@@ -214,21 +237,7 @@ static int runBundle() {
   outs() << "kernel " << kernel->symbol << " (" << kernel->chip
          << "): B=" << bOpt << " M=" << mOpt << " N=" << n << " K=" << k
          << ", workgroup " << kernel->workgroupSize[0] << "\n";
-  outs() << format("vs f64 reference: max abs error %.3g, max %.3g ulp (%s)\n",
-                   result.maxAbsError, result.maxUlp, kernel->outType.c_str());
-  if (!result.note.empty())
-    outs() << result.note << "\n";
-  if (!result.error.empty())
-    die(kernel->symbol + ": " + result.error);
-  printStats(result.stats);
-  if (!result.passed()) {
-    outs() << "FAIL: " << result.failures << " elements outside tolerance, "
-           << result.outside << " written outside Y; " << result.message
-           << "\n";
-    return 1;
-  }
-  outs() << "PASS\n";
-  return 0;
+  return reportVerification(*kernel, result);
 }
 
 int main(int argc, char **argv) {
@@ -332,22 +341,27 @@ int main(int argc, char **argv) {
             .str());
 
   if (!abiOpt.empty()) {
-    auto abi = parsePrequantAbi(abiOpt);
-    if (!abi)
+    if (abiOpt != "triton-peer")
       die("unknown --abi '" + abiOpt + "' (supported: triton-peer)");
     if (!argsOpt.empty() || !gridOpt.empty())
       die("--abi computes the arguments and the grid; drop --arg/--grid");
-    PrequantBmmProblem p;
-    p.B = bOpt;
-    p.M = mOpt;
-    p.N = nOpt;
-    p.K = kOpt;
-    p.groupSize = groupOpt;
-    p.seed = seedOpt;
-    p.transposeY = transposeYOpt;
-    p.format =
-        co->getChip() == Chip::GFX942 ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
-    unsigned tm = tileMOpt, tn = tileNOpt;
+    // What the reference check generates inputs for: the peer kernels take
+    // bf16 activations and a per-tensor descale, and give bf16.
+    runtime::KernelEntry peer;
+    peer.symbol = kernel;
+    peer.chip = getChipName(co->getChip());
+    peer.n = nOpt;
+    peer.k = kOpt;
+    peer.groupSize = groupOpt;
+    peer.inType = peer.outType = "bf16";
+    peer.fp8Type =
+        getFP8FormatName(co->getChip() == Chip::GFX942 ? FP8Format::E4M3FNUZ
+                                                       : FP8Format::E4M3FN);
+    peer.weightScale = kernel_abi::WeightScaleMode::PerTensor;
+    runtime::TritonPeerLaunch launch;
+    unsigned &tm = launch.tileM, &tn = launch.tileN;
+    tm = tileMOpt;
+    tn = tileNOpt;
     // Triton peer objects are named ..._N<n>_K<k>_BM<m>_BN<n>_...
     SmallVector<StringRef, 5> mt;
     Regex re("N([0-9]+)_K([0-9]+)_BM([0-9]+)_BN([0-9]+)");
@@ -363,49 +377,44 @@ int main(int argc, char **argv) {
                   .str());
         return v;
       };
-      if (!p.N)
-        p.N = fromName(mt[1], "N", runtime::kEmulatorMaxDim);
-      if (!p.K)
-        p.K = fromName(mt[2], "K", runtime::kEmulatorMaxDim);
+      if (!peer.n)
+        peer.n = fromName(mt[1], "N", runtime::kEmulatorMaxDim);
+      if (!peer.k)
+        peer.k = fromName(mt[2], "K", runtime::kEmulatorMaxDim);
       if (!tm)
         tm = unsigned(fromName(mt[3], "BM", 1024));
       if (!tn)
         tn = unsigned(fromName(mt[4], "BN", 1024));
     }
-    if (!p.N || !p.K || !tm || !tn)
+    if (!peer.n || !peer.k || !tm || !tn)
       die("--abi=" + abiOpt +
           " needs --N, --K, --tile-m and --tile-n (not derivable from the "
           "file name)");
     if (blockOpt.empty() && !compiledFor)
       cfg.workgroupSize = {kOr->maxFlatWorkgroupSize, 1, 1};
+    launch.config = cfg;
+    runtime::VerifyProblem problem;
+    problem.batch = bOpt;
+    problem.m = mOpt;
+    problem.seed = seedOpt;
+    problem.threads = threadsOpt;
+    // The peer kernels write Y through its strides: (M, B, N), unpadded.
+    problem.y.tokenMajor = transposeYOpt;
     auto start = std::chrono::steady_clock::now();
-    auto res = runPrequantBmm(emu, kernel, *abi, p, tm, tn, cfg);
+    runtime::VerifyResult result = runtime::verifyPrequantBmm(
+        peer, problem,
+        [&](const runtime::PrequantBmmCall &call, unsigned threads) {
+          return runtime::launchTritonPeer(emu, kernel, peer.n, peer.k, call,
+                                           launch, threads);
+        });
     gSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    if (!res)
-      die(toString(res.takeError()));
-    outs() << "kernel " << kernel << " (" << getChipName(co->getChip())
-           << "): B=" << p.B << " M=" << p.M << " N=" << p.N << " K=" << p.K
-           << " tile " << tm << "x" << tn << ", workgroup "
-           << cfg.workgroupSize[0] << ", dynamic LDS " << cfg.dynamicLdsBytes
-           << "\n";
-    outs() << format(
-        "vs f64 reference: max abs error %.3g, max rel error "
-        "%.3g, max ulp distance %.3g (bf16), %lld NaN mismatches\n",
-        res->error.maxAbsError, res->error.maxRelError,
-        res->error.maxUlpDistance, (long long)res->error.nanMismatches);
-    printStats(res->stats);
-    if (res->unwritten || res->failures) {
-      outs() << "FAIL: " << res->failures << " elements outside tolerance, "
-             << res->unwritten << " never written";
-      if (!res->firstFailure.empty())
-        outs() << "; first: " << res->firstFailure;
-      outs() << "\n";
-      return 1;
-    }
-    outs() << "PASS\n";
-    return 0;
+    outs() << "kernel " << kernel << " (" << peer.chip << "): B=" << bOpt
+           << " M=" << mOpt << " N=" << peer.n << " K=" << peer.k << " tile "
+           << tm << "x" << tn << ", workgroup " << cfg.workgroupSize[0]
+           << ", dynamic LDS " << cfg.dynamicLdsBytes << "\n";
+    return reportVerification(peer, result);
   }
 
   // Generic mode.

@@ -129,6 +129,28 @@ struct LaunchShape {
   bool isValid() const;
 };
 
+/// One grid dimension as a formula of the launch: a constant, or
+/// ceil(M / divisor) or ceil(B / divisor). The manifest prints it.
+struct GridDim {
+  enum class Var : uint8_t { None, M, B };
+  Var var = Var::None;
+  /// The constant for Var::None, else the divisor (>= 1).
+  int64_t value = 0;
+
+  /// Workgroups for `m` tokens and `batch` batch elements (negative values
+  /// count as 0); never overflows.
+  int64_t evaluate(int64_t m, int64_t batch) const;
+  /// The manifest's spelling: "12", "M", "B" or "ceil(M/16)".
+  std::string str() const;
+  bool operator==(const GridDim &other) const {
+    return var == other.var && value == other.value;
+  }
+};
+
+/// The grid of every launch of `shape`, (x, y, z): (ceil(N / block_n) *
+/// split_k, ceil(M / block_m), B).
+std::array<GridDim, 3> getGridDims(const LaunchShape &shape);
+
 /// The grid in workgroups (x, y, z) for `m` tokens and `batch` batch
 /// elements; y is 0 when M is 0 (launch nothing).
 std::array<int64_t, 3> getGrid(const LaunchShape &shape, int64_t m,
@@ -142,6 +164,10 @@ std::array<int64_t, 3> getWorkgroupSize(const LaunchShape &shape);
 /// rounded up to kWorkspaceAlignment; 0 without split-K. nullopt when the
 /// shape is out of bounds.
 std::optional<int64_t> getWorkspaceBytesPerBlock(const LaunchShape &shape);
+
+/// Bytes from the start of a workspace block to its first arrival counter
+/// (the partials before it); nullopt when the shape is out of bounds.
+std::optional<int64_t> getWorkspaceCountersOffset(const LaunchShape &shape);
 
 /// The workspace bytes a launch needs: B * ceil(M / block_m) blocks.
 std::optional<int64_t> getWorkspaceBytes(const LaunchShape &shape, int64_t m,

@@ -13,6 +13,7 @@
 #define MLA_FP8_AOT_BUNDLE_H
 
 #include "mla-fp8/AOT/KernelSet.h"
+#include "mla-fp8/AOT/Manifest.h"
 #include "mla-fp8/AOT/Publish.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mla-fp8/Target/CodeObject.h"
@@ -26,10 +27,6 @@
 #include <vector>
 
 namespace mlir::mlafp8 {
-
-/// Version of the manifest.json layout; bump on any incompatible change.
-/// Version 2 added manifest.sha256 beside the manifest.
-inline constexpr int kManifestSchemaVersion = 2;
 
 /// One kernel of a bundle.
 struct BundleKernel {
@@ -123,11 +120,6 @@ buildChipBundle(const std::vector<KernelGroupSpec> &groups,
 /// in the staging directory and swaps it in atomically. On any error the
 /// previous bundle stays as it was and no staging remains.
 llvm::Expected<BundleResult> generateBundle(const BundleOptions &options);
-
-/// The manifest and the C header of a set of chip bundles.
-std::string renderManifest(const BundleOptions &options,
-                           const std::vector<ChipBundle> &chips);
-std::string renderHeader(const std::vector<ChipBundle> &chips);
 
 /// SHA-256 of `data` as lower-case hex.
 std::string sha256Hex(llvm::StringRef data);

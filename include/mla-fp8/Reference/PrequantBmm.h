@@ -198,6 +198,10 @@ OutputErrorStats compareOutputsToF64(const uint16_t *actual,
 /// `type` (+0 and -0 are at distance 0).
 int64_t getUlpDistance(uint16_t a, uint16_t b, OutType type);
 
+/// The spacing of `type` values at the magnitude of the finite `value` (the
+/// smallest subnormal's spacing near 0): the ulp of SPEC.md's accuracy rule.
+double getOutputUlp(double value, OutType type);
+
 } // namespace mlir::mlafp8
 
 #endif // MLA_FP8_REFERENCE_PREQUANTBMM_H

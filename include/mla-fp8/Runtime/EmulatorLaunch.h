@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace mlir::mlafp8::runtime {
 
@@ -55,6 +56,13 @@ private:
   std::map<const std::string *, std::unique_ptr<emu::Emulator>> emulators;
   std::map<std::string, std::unique_ptr<Workspace>> workspaces;
 };
+
+/// Bytes from the first to one past the last element that a (b, m, cols) view
+/// of 2-byte elements with element strides (strideB, strideM, 1) touches;
+/// nullopt when b, m or cols is below 1, a stride is negative, or the size
+/// overflows.
+std::optional<uint64_t> getViewBytes(int64_t b, int64_t m, int64_t cols,
+                                     int64_t strideB, int64_t strideM);
 
 } // namespace mlir::mlafp8::runtime
 

@@ -21,7 +21,7 @@
 namespace mlir::mlafp8::runtime {
 
 /// The manifest schema version this loader reads.
-inline constexpr int kSupportedManifestSchemaVersion = 2;
+inline constexpr int kSupportedManifestSchemaVersion = 3;
 
 /// Bounds the loader enforces on every manifest (docs/manifest.md, "What the
 /// loader checks"): beyond them the kernels' index arithmetic or a launch's
@@ -45,27 +45,14 @@ struct KernelArg {
   /// Metadata value kind, e.g. "global_buffer", "by_value",
   /// "hidden_block_count_x".
   std::string kind;
-  /// For explicit arguments, the manifest's `meaning`; empty otherwise.
+  /// For explicit arguments, the manifest's `meaning`: for people only.
   std::string meaning;
-  /// The argument's name in the kernel ABI, given by its position (e.g. "x",
-  /// "m", "y_stride_b"), or `kind` for hidden arguments.
+  /// For explicit arguments, the manifest's `name`, which the loader checked
+  /// against the kernel ABI (e.g. "x", "m", "y_stride_b"); `kind` for hidden
+  /// ones.
   std::string name;
 
   bool isHidden() const { return kind.rfind("hidden_", 0) == 0; }
-};
-
-/// One dimension of a launch grid: ceil(<var> / divisor), or a constant.
-/// The manifest writes constants as integers, `"B"`, `"M"` and
-/// `"ceil(M/<n>)"` as formulas.
-struct GridDim {
-  enum class Kind : uint8_t { Constant, M, B };
-  Kind kind = Kind::Constant;
-  /// The constant for Kind::Constant, else the divisor (>= 1).
-  int64_t value = 1;
-
-  /// The number of workgroups for `m` tokens and `b` batches (0 when the
-  /// variable is 0); never overflows.
-  uint64_t evaluate(int64_t m, int64_t b) const;
 };
 
 /// One kernel of a bundle, as the manifest describes it: its description
@@ -79,7 +66,6 @@ struct KernelEntry : kernel_abi::KernelDescription {
   /// The tile's block_m (the grid's M divisor), block_n, waves and split_k.
   int64_t blockM = 0, blockN = 0, waves = 0, splitK = 1;
   std::array<uint32_t, 3> workgroupSize = {0, 0, 0};
-  std::array<GridDim, 3> grid;
   uint32_t kernargSize = 0, kernargAlign = 0;
   uint64_t ldsBytes = 0, scratchBytes = 0;
   /// Split-K kernels: bytes of workspace per (batch element, M tile); 0 when
@@ -94,27 +80,21 @@ struct KernelEntry : kernel_abi::KernelDescription {
   bool servesM(int64_t m) const {
     return m >= minM && (maxM == 0 || m <= maxM);
   }
-  /// Workgroups per dimension for `m` tokens and `b` batches; y is 0 (no
-  /// launch) when m is 0.
+  /// Workgroups per dimension for `m` tokens and `b` batches, as the kernel
+  /// ABI gives them for the tile; y is 0 (no launch) when m is 0, and all are
+  /// 0 for a tile outside the ABI's bounds (checkLaunch says why). Never
+  /// overflows.
   std::array<uint64_t, 3> getGrid(int64_t m, int64_t b) const;
   /// Checks a launch for `m` tokens and `b` batches against what the kernel
-  /// can run: M within kMaxManifestM, every grid dimension fits the dispatch
-  /// packet (work-items per dimension below 2^32), and the workspace size is
-  /// representable. Returns the reason it cannot, or an empty string.
+  /// can run: a tile within the kernel ABI's bounds, M within kMaxManifestM,
+  /// every grid dimension fits the dispatch packet (work-items per dimension
+  /// below 2^32), and the workspace size is representable. Returns the reason
+  /// it cannot, or an empty string.
   std::string checkLaunch(int64_t m, int64_t b) const;
-  /// Workspace bytes a launch for `m` tokens and `b` batches needs;
-  /// UINT64_MAX when that does not fit in 64 bits.
-  uint64_t getWorkspaceBytes(int64_t m, int64_t b) const {
-    if (workspaceBytesPerBlock == 0 || m <= 0 || b <= 0 || blockM <= 0)
-      return 0;
-    uint64_t blocks =
-        uint64_t(m) / uint64_t(blockM) + (uint64_t(m) % uint64_t(blockM) != 0);
-    uint64_t bytes;
-    if (__builtin_mul_overflow(uint64_t(b), blocks, &blocks) ||
-        __builtin_mul_overflow(blocks, workspaceBytesPerBlock, &bytes))
-      return UINT64_MAX;
-    return bytes;
-  }
+  /// Workspace bytes a launch for `m` tokens and `b` batches needs (the
+  /// kernel ABI's); UINT64_MAX when that does not fit in 64 bits or the tile
+  /// is outside the ABI's bounds.
+  uint64_t getWorkspaceBytes(int64_t m, int64_t b) const;
   /// The argument called `name` (see KernelArg::name), or null.
   const KernelArg *findArg(std::string_view name) const;
 };

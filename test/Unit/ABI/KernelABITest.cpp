@@ -4,6 +4,8 @@
 
 #include "gtest/gtest.h"
 
+#include <limits>
+
 using namespace mlir::mlafp8;
 
 TEST(KernelABI, ArgumentsAreContiguousAndIndexed) {
@@ -36,6 +38,14 @@ TEST(KernelABI, GridAndWorkgroup) {
   EXPECT_EQ(kernel_abi::getGrid(shape, 33, 16),
             (std::array<int64_t, 3>{16, 2, 16}));
   EXPECT_EQ(kernel_abi::getGrid(shape, 0, 16)[1], 0);
+  std::array<kernel_abi::GridDim, 3> dims = kernel_abi::getGridDims(shape);
+  EXPECT_EQ(dims[0].str(), "16");
+  EXPECT_EQ(dims[1].str(), "ceil(M/32)");
+  EXPECT_EQ(dims[2].str(), "B");
+  // No overflow at the extremes, and negative counts launch nothing.
+  EXPECT_EQ(dims[1].evaluate(std::numeric_limits<int64_t>::max(), 1),
+            std::numeric_limits<int64_t>::max() / 32 + 1);
+  EXPECT_EQ(dims[1].evaluate(-5, 1), 0);
   EXPECT_EQ(kernel_abi::getWorkgroupSize(shape),
             (std::array<int64_t, 3>{256, 1, 1}));
 }
@@ -45,6 +55,7 @@ TEST(KernelABI, Workspace) {
   // rounded up to 256.
   kernel_abi::LaunchShape shape{512, 32, 64, 4, 2};
   EXPECT_EQ(kernel_abi::getWorkspaceBytesPerBlock(shape), 131328);
+  EXPECT_EQ(kernel_abi::getWorkspaceCountersOffset(shape), 131072);
   EXPECT_EQ(kernel_abi::getWorkspaceBytes(shape, 33, 3), 131328 * 2 * 3);
   shape.splitK = 1;
   EXPECT_EQ(kernel_abi::getWorkspaceBytesPerBlock(shape), 0);

@@ -1,17 +1,17 @@
 //===- KernelEmulatorTest.cpp - generated kernels vs the reference --------===//
 //
-// Builds a prequant_bmm, runs the mlafp8-to-hsaco pipeline in-process, loads
-// the code object into the gfx9 emulator, launches the kernel that serves M
-// with the documented ABI (MLAFP8ToGPU.h) and compares Y with the reference.
+// Builds a prequant_bmm, runs the mlafp8-to-hsaco pipeline in-process and
+// checks the kernel that serves each M with the project's reference check
+// (Runtime/Verify.h): launched on the gfx9 emulator by the kernel ABI
+// (ABI/KernelABI.h), Y compared with the exact reference, repeated launches
+// bitwise equal, split-K counters left at 0.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mla-fp8/Conversion/MLAFP8ToGPU/MLAFP8ToGPU.h"
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
-#include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Pipelines/Pipelines.h"
-#include "mla-fp8/Reference/Formats.h"
-#include "mla-fp8/Reference/PrequantBmm.h"
+#include "mla-fp8/Runtime/Verify.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -21,9 +21,7 @@
 
 #include "gtest/gtest.h"
 
-#include <cmath>
-#include <cstring>
-#include <random>
+#include <memory>
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -116,33 +114,65 @@ std::string compile(const Case &c) {
   return {};
 }
 
-uint16_t toOut(float v, bool f16) {
-  return f16 ? floatToF16(v) : floatToBF16(v);
-}
-double fromOut(uint16_t v, bool f16) {
-  return f16 ? f16ToFloat(v) : bf16ToFloat(v);
-}
-double ulpOf(double v, bool f16) {
-  v = std::fabs(v);
-  int mantissa = f16 ? 10 : 7;
-  double minNormal = f16 ? 0x1p-14 : 0x1p-126;
-  if (v < minNormal)
-    return std::ldexp(minNormal, -mantissa);
-  return std::ldexp(1.0, std::ilogb(v) - mantissa);
+/// The bundle-style description of the kernel compiled for `tile`: what the
+/// launcher and the reference check read (the kernel ABI's arguments,
+/// workgroup and grid, which the launcher checks against the code object).
+runtime::KernelEntry describeKernel(const Case &c, const TileConfig &tile,
+                                    std::shared_ptr<const std::string> code) {
+  runtime::KernelEntry e;
+  e.chip = c.chip;
+  kernel_abi::KernelNameFields name;
+  name.n = c.N;
+  name.k = c.K;
+  name.groupSize = c.groupSize;
+  name.outType = c.f16 ? "f16" : "bf16";
+  name.perBatchScale = c.perBatch;
+  name.hasBias = c.bias;
+  name.chip = c.chip;
+  name.minM = tile.minM;
+  name.maxM = tile.maxM;
+  e.symbol = kernel_abi::getKernelSymbol(name);
+  e.n = c.N;
+  e.k = c.K;
+  e.groupSize = c.groupSize;
+  e.inType = e.outType = c.f16 ? "f16" : "bf16";
+  e.fp8Type = c.chip == "gfx942" ? "f8E4M3FNUZ" : "f8E4M3FN";
+  e.weightScale = c.perBatch ? kernel_abi::WeightScaleMode::PerBatch
+                             : kernel_abi::WeightScaleMode::PerTensor;
+  e.hasBias = c.bias;
+  e.minM = tile.minM;
+  e.maxM = tile.maxM;
+  e.blockM = tile.blockM;
+  e.blockN = tile.blockN;
+  e.waves = tile.waves;
+  e.splitK = tile.splitK;
+  kernel_abi::LaunchShape launch{c.N, tile.blockM, tile.blockN, tile.waves,
+                                 tile.splitK};
+  std::array<int64_t, 3> block = kernel_abi::getWorkgroupSize(launch);
+  e.workgroupSize = {uint32_t(block[0]), uint32_t(block[1]),
+                     uint32_t(block[2])};
+  e.kernargSize = kernel_abi::kKernargBytes;
+  e.workspaceBytesPerBlock =
+      kernel_abi::getWorkspaceBytesPerBlock(launch).value_or(0);
+  for (const kernel_abi::KernelArg &a : kernel_abi::getKernelArgs()) {
+    runtime::KernelArg arg;
+    arg.offset = a.offset;
+    arg.size = a.size;
+    arg.kind = kernel_abi::getMetadataValueKind(a.kind).str();
+    arg.name = a.name.str();
+    e.args.push_back(std::move(arg));
+  }
+  e.codeObject = std::move(code);
+  return e;
 }
 
-/// Runs every M of `c`, checks Y element by element, and counts the split-K
-/// launches in `splitLaunches`.
+/// Runs every M of `c` through the reference check, each M once per entry of
+/// `c.threads` on one launcher (so split-K kernels reuse their workspace,
+/// never re-zeroed), and counts the split-K launches in `splitLaunches`.
 void runCaseImpl(const Case &c, int64_t &splitLaunches) {
   std::string code = compile(c);
   ASSERT_FALSE(code.empty()) << "compilation failed:\n" << buildSource(c);
-  auto codeObject = emu::CodeObject::fromBytes(ArrayRef<uint8_t>(
-      reinterpret_cast<const uint8_t *>(code.data()), code.size()));
-  ASSERT_TRUE(static_cast<bool>(codeObject))
-      << llvm::toString(codeObject.takeError());
-  auto emulator = emu::Emulator::create(std::move(*codeObject));
-  ASSERT_TRUE(static_cast<bool>(emulator))
-      << llvm::toString(emulator.takeError());
+  auto codeObject = std::make_shared<const std::string>(std::move(code));
 
   std::vector<TileConfig> tiles = c.tiles;
   if (tiles.empty()) {
@@ -150,180 +180,27 @@ void runCaseImpl(const Case &c, int64_t &splitLaunches) {
     ASSERT_TRUE(static_cast<bool>(selection));
     tiles.assign(selection->tiles.begin(), selection->tiles.end());
   }
-  KernelShape shape{c.N,        c.K,   c.groupSize, c.f16 ? "f16" : "bf16",
-                    c.perBatch, c.bias};
-  FP8Format format =
-      c.chip == "gfx942" ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
-
+  runtime::EmulatorLauncher launcher;
   for (int64_t M : c.ms) {
     SCOPED_TRACE("M = " + std::to_string(M));
     const TileConfig *tile = findTileForM(tiles, M);
     ASSERT_NE(tile, nullptr);
-    std::string kernel = getKernelName(shape, c.chip, *tile);
-    int64_t B = c.B, N = c.N, K = c.K;
-    std::mt19937_64 rng(1234 + M);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-
-    // X, with a per-row magnitude so that rows get different scales.
-    int64_t rowPitch = K + c.xRowPadding;
-    int64_t xStrideB = c.xTokenMajor ? rowPitch : M * rowPitch;
-    int64_t xStrideM = c.xTokenMajor ? B * rowPitch : rowPitch;
-    std::vector<uint16_t> x(std::max<int64_t>(B * M * rowPitch, 1));
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t k = 0; k < K; ++k)
-          x[b * xStrideB + m * xStrideM + k] = toOut(
-              normal(rng) * std::ldexp(1.0f, int((m + b) % 7) - 3), c.f16);
-    std::vector<float> wf(B * N * K);
-    for (float &v : wf)
-      v = normal(rng) * 0.05f;
-    std::vector<uint8_t> w(B * N * K);
-    std::vector<float> ws(c.perBatch ? B : 1);
-    if (c.perBatch)
-      quantizeWeightsPerBatch(wf.data(), B, N * K, format, w.data(), ws.data());
-    else
-      ws[0] = quantizeWeights(wf.data(), int64_t(wf.size()), format, w.data());
-    std::vector<uint16_t> bias(B * N);
-    for (uint16_t &v : bias)
-      v = toOut(normal(rng), c.f16);
-
-    int64_t yStrideB = c.yTokenMajor ? N : M * N;
-    int64_t yStrideM = c.yTokenMajor ? B * N : N;
-    const uint16_t sentinel = 0x7fc1;
-    std::vector<uint16_t> y(std::max<int64_t>(B * M * N, 1), sentinel);
-
-    PrequantBmmArgs args;
-    args.B = B;
-    args.M = M;
-    args.N = N;
-    args.K = K;
-    args.groupSize = c.groupSize;
-    args.format = format;
-    args.inputType = c.f16 ? OutType::F16 : OutType::BF16;
-    args.x = x.data();
-    args.xStrideB = xStrideB;
-    args.xStrideM = xStrideM;
-    args.w = w.data();
-    args.weightDescale = ws.data();
-    args.perBatchDescale = c.perBatch;
-    args.bias = c.bias ? bias.data() : nullptr;
-    args.outType = c.f16 ? OutType::F16 : OutType::BF16;
-    std::vector<double> ref;
-    std::string error;
-    ASSERT_TRUE(referencePrequantBmmF64(args, ref, &error)) << error;
-
-    emu::DeviceMemory memory;
-    auto map = [&](StringRef name, auto &vec, bool readOnly) {
-      size_t bytes = vec.size() * sizeof(vec[0]);
-      uint64_t address = memory.allocate(name, bytes, 256);
-      llvm::cantFail(memory.write(
-          address, ArrayRef<uint8_t>(
-                       reinterpret_cast<const uint8_t *>(vec.data()), bytes)));
-      memory.lookup(name)->readOnly = readOnly;
-      return address;
-    };
-    uint64_t xAddr = map("X", x, true), wAddr = map("W", w, true),
-             wsAddr = map("ws", ws, true), yAddr = map("Y", y, false);
-    uint64_t biasAddr = c.bias ? map("bias", bias, true) : 0;
-    // The split-K workspace, zeroed once (the contract in MLAFP8ToGPU.h);
-    // null without split-K.
-    int64_t mTiles = llvm::divideCeil(M, tile->blockM);
-    int64_t blockBytes = getWorkspaceBytesPerBlock(*tile, N);
-    ASSERT_EQ(blockBytes == 0, tile->splitK == 1);
-    ASSERT_EQ(blockBytes % kWorkspaceAlignment, 0);
-    std::vector<uint8_t> workspace(B * mTiles * blockBytes, 0);
-    uint64_t workspaceAddr =
-        workspace.empty() ? 0 : map("workspace", workspace, false);
-
-    emu::DispatchConfig config;
-    std::array<int64_t, 3> grid = getGridSize(*tile, N, M, B);
-    std::array<int64_t, 3> block = getWorkgroupSize(*tile);
-    config.gridWorkgroups = {uint32_t(grid[0]), uint32_t(grid[1]),
-                             uint32_t(grid[2])};
-    config.workgroupSize = {uint32_t(block[0]), 1, 1};
-    std::vector<emu::KernelArg> kernelArgs = {
-        emu::KernelArg::pointer(xAddr),
-        emu::KernelArg::pointer(wAddr),
-        emu::KernelArg::pointer(wsAddr),
-        emu::KernelArg::pointer(biasAddr),
-        emu::KernelArg::pointer(yAddr),
-        emu::KernelArg::i64(M),
-        emu::KernelArg::i64(xStrideB),
-        emu::KernelArg::i64(xStrideM),
-        emu::KernelArg::i64(yStrideB),
-        emu::KernelArg::i64(yStrideM),
-        emu::KernelArg::pointer(workspaceAddr)};
-    std::vector<uint8_t> packed = emu::packKernelArgs(kernelArgs);
-    ASSERT_EQ(packed.size(), kKernelArgBytes);
-    ASSERT_EQ(getKernelArguments().size(), kernelArgs.size());
-    for (auto [index, argument] : llvm::enumerate(getKernelArguments()))
-      ASSERT_EQ(argument.offset, 8 * index);
-
-    std::vector<uint16_t> firstRun;
-    for (unsigned threads : c.threads) {
-      SCOPED_TRACE("threads = " + std::to_string(threads));
-      std::fill(y.begin(), y.end(), sentinel);
-      llvm::cantFail(memory.write(
-          yAddr, ArrayRef<uint8_t>(reinterpret_cast<const uint8_t *>(y.data()),
-                                   y.size() * 2)));
-      config.threads = threads;
-      if (M > 0) {
-        auto stats = (*emulator)->dispatch(kernel, config, packed, memory);
-        ASSERT_TRUE(static_cast<bool>(stats))
-            << kernel << ": " << llvm::toString(stats.takeError());
-        if (tile->splitK > 1)
-          ++splitLaunches;
-      }
-      llvm::cantFail(memory.read(
-          yAddr, MutableArrayRef<uint8_t>(reinterpret_cast<uint8_t *>(y.data()),
-                                          y.size() * 2)));
-      // Same bits whatever order the workgroups ran in.
-      if (firstRun.empty())
-        firstRun = y;
-      else
-        ASSERT_TRUE(firstRun == y) << kernel << ": Y differs between runs";
-      // Every arrival counter is back to 0: the workspace is reusable.
-      if (!workspace.empty()) {
-        llvm::cantFail(memory.read(workspaceAddr, workspace));
-        int64_t nTiles = llvm::divideCeil(N, tile->blockN);
-        int64_t counters =
-            nTiles * tile->splitK * tile->blockM * tile->blockN * 4;
-        for (int64_t blockIndex = 0; blockIndex < B * mTiles; ++blockIndex)
-          for (int64_t t = 0; t < nTiles; ++t) {
-            uint32_t counter;
-            std::memcpy(&counter,
-                        &workspace[blockIndex * blockBytes + counters + 4 * t],
-                        4);
-            ASSERT_EQ(counter, 0u) << kernel << ": counter of block "
-                                   << blockIndex << ", tile " << t;
-          }
-      }
-    }
-
-    double maxRef = 0;
-    for (double r : ref)
-      maxRef = std::max(maxRef, std::fabs(r));
-    int64_t failures = 0, unwritten = 0;
-    std::string first;
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          uint16_t got = y[b * yStrideB + m * yStrideM + n];
-          double expected = ref[(b * M + m) * N + n];
-          if (got == sentinel) {
-            ++unwritten;
-            continue;
-          }
-          double tolerance = ulpOf(expected, c.f16) + 0x1p-20 * maxRef;
-          if (!(std::fabs(fromOut(got, c.f16) - expected) <= tolerance) &&
-              failures++ == 0)
-            first = "Y[" + std::to_string(b) + "," + std::to_string(m) + "," +
-                    std::to_string(n) +
-                    "] = " + std::to_string(fromOut(got, c.f16)) +
-                    ", reference " + std::to_string(expected);
-        }
-    EXPECT_EQ(unwritten, 0) << kernel;
-    EXPECT_EQ(failures, 0) << kernel << ": first " << first;
+    runtime::KernelEntry kernel = describeKernel(c, *tile, codeObject);
+    runtime::VerifyProblem problem;
+    problem.batch = c.B;
+    problem.m = M;
+    problem.seed = 1234 + M;
+    problem.x = {c.xTokenMajor, c.xRowPadding};
+    problem.y = {c.yTokenMajor, 0};
+    problem.varyRowScales = true;
+    problem.threads = c.threads.front();
+    problem.repeatThreads.assign(c.threads.begin() + 1, c.threads.end());
+    runtime::VerifyResult result =
+        runtime::verifyKernel(launcher, kernel, problem);
+    EXPECT_TRUE(result.passed())
+        << kernel.symbol << ": " << result.error << result.message;
+    if (tile->splitK > 1 && M > 0)
+      splitLaunches += result.launches;
   }
 }
 

@@ -8,7 +8,8 @@
 
 #include "PeerKernels.h"
 
-#include "mla-fp8/Emulator/PrequantBmmRunner.h"
+#include "mla-fp8/Runtime/PeerLaunch.h"
+#include "mla-fp8/Runtime/Verify.h"
 
 #include "gtest/gtest.h"
 
@@ -31,6 +32,45 @@ const PeerKernel kPeers[] = {
     {"triton_gfx942_N128_K512_BM32_BN64_w8.hsaco", 128, 512, 32, 64, 12288},
 };
 
+/// The reference check (Runtime/Verify.h) of `pk`, loaded from `dir` and
+/// launched with the peer argument layout and `lds` bytes of dynamic LDS.
+runtime::VerifyResult verifyPeer(const std::string &dir, const PeerKernel &pk,
+                                 const runtime::VerifyProblem &problem,
+                                 unsigned lds) {
+  runtime::VerifyResult failed;
+  auto co = CodeObject::fromFile(dir + "/" + pk.file);
+  if (!co) {
+    failed.error = llvm::toString(co.takeError());
+    return failed;
+  }
+  auto emulator =
+      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
+  if (!emulator) {
+    failed.error = llvm::toString(emulator.takeError());
+    return failed;
+  }
+  runtime::KernelEntry peer;
+  peer.symbol = "prequant_bmm";
+  peer.chip = "gfx942";
+  peer.n = pk.n;
+  peer.k = pk.k;
+  peer.groupSize = 128;
+  peer.inType = peer.outType = "bf16";
+  peer.fp8Type = "f8E4M3FNUZ";
+  peer.weightScale = kernel_abi::WeightScaleMode::PerTensor;
+  runtime::TritonPeerLaunch launch;
+  launch.tileM = pk.tileM;
+  launch.tileN = pk.tileN;
+  launch.config.workgroupSize = {512, 1, 1};
+  launch.config.dynamicLdsBytes = lds;
+  return runtime::verifyPrequantBmm(
+      peer, problem,
+      [&](const runtime::PrequantBmmCall &call, unsigned threads) {
+        return runtime::launchTritonPeer(**emulator, peer.symbol, pk.n, pk.k,
+                                         call, launch, threads);
+      });
+}
+
 class PeerKernelTest
     : public ::testing::TestWithParam<std::tuple<int, int64_t, bool>> {};
 
@@ -38,31 +78,16 @@ TEST_P(PeerKernelTest, MatchesReference) {
   auto [which, m, transposeY] = GetParam();
   const PeerKernel &pk = kPeers[which];
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + pk.file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu)) << llvm::toString(emu.takeError());
-  PrequantBmmProblem p;
-  p.B = 2;
-  p.M = m;
-  p.N = pk.n;
-  p.K = pk.k;
+  runtime::VerifyProblem p;
+  p.batch = 2;
+  p.m = m;
   p.seed = 1000 + m;
-  p.transposeY = transposeY;
-  DispatchConfig cfg;
-  cfg.workgroupSize = {512, 1, 1};
-  cfg.dynamicLdsBytes = pk.lds;
-  auto res = runPrequantBmm(**emu, "prequant_bmm", PrequantAbi::TritonPeer, p,
-                            pk.tileM, pk.tileN, cfg);
-  ASSERT_TRUE(bool(res)) << llvm::toString(res.takeError());
-  EXPECT_EQ(res->unwritten, 0);
-  EXPECT_EQ(res->failures, 0) << res->firstFailure;
-  EXPECT_EQ(res->error.nanMismatches, 0);
+  p.y.tokenMajor = transposeY;
+  runtime::VerifyResult res = verifyPeer(peerDir, pk, p, pk.lds);
+  EXPECT_TRUE(res.passed()) << res.error << res.message;
   // SPEC.md: within 1 bf16 ulp (plus f32 accumulation noise).
-  EXPECT_LE(res->error.maxUlpDistance, 1.0);
-  EXPECT_GT(res->stats.mfma, 0u);
+  EXPECT_LE(res.maxUlp, 1.0);
+  EXPECT_GT(res.stats.mfma, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -73,48 +98,24 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(PeerKernels, ZeroRowsWritesNothing) {
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + kPeers[0].file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu));
-  PrequantBmmProblem p;
-  p.B = 2;
-  p.M = 0;
-  p.N = 512;
-  p.K = 128;
-  DispatchConfig cfg;
-  cfg.workgroupSize = {512, 1, 1};
-  cfg.dynamicLdsBytes = 18432;
-  auto res = runPrequantBmm(**emu, "prequant_bmm", PrequantAbi::TritonPeer, p,
-                            16, 128, cfg);
-  ASSERT_TRUE(bool(res)) << llvm::toString(res.takeError());
-  EXPECT_EQ(res->error.count, 0);
+  runtime::VerifyProblem p;
+  p.batch = 2;
+  p.m = 0;
+  runtime::VerifyResult res = verifyPeer(peerDir, kPeers[0], p, 18432);
+  EXPECT_TRUE(res.passed()) << res.error << res.message;
+  EXPECT_EQ(res.stats.waves, 0u);
 }
 
 TEST(PeerKernels, TooLittleLdsIsReported) {
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + kPeers[0].file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co));
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu));
-  PrequantBmmProblem p;
-  p.B = 1;
-  p.M = 16;
-  p.N = 512;
-  p.K = 128;
-  DispatchConfig cfg;
-  cfg.workgroupSize = {512, 1, 1};
-  cfg.dynamicLdsBytes = 1024;
-  auto res = runPrequantBmm(**emu, "prequant_bmm", PrequantAbi::TritonPeer, p,
-                            16, 128, cfg);
-  ASSERT_FALSE(bool(res));
-  std::string msg = llvm::toString(res.takeError());
-  EXPECT_NE(msg.find("out-of-bounds LDS"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("lane"), std::string::npos) << msg;
+  runtime::VerifyProblem p;
+  p.batch = 1;
+  p.m = 16;
+  runtime::VerifyResult res = verifyPeer(peerDir, kPeers[0], p, 1024);
+  ASSERT_FALSE(res.passed());
+  EXPECT_NE(res.error.find("out-of-bounds LDS"), std::string::npos)
+      << res.error;
+  EXPECT_NE(res.error.find("lane"), std::string::npos) << res.error;
 }
 
 } // namespace
@@ -123,31 +124,19 @@ namespace {
 
 TEST(PeerKernels, ThreadedDispatchMatchesSerial) {
   MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
-  std::string path = peerDir + "/" + kPeers[1].file;
-  auto co = CodeObject::fromFile(path);
-  ASSERT_TRUE(bool(co));
-  auto emu =
-      Emulator::create(std::shared_ptr<const CodeObject>(std::move(*co)));
-  ASSERT_TRUE(bool(emu));
-  PrequantBmmProblem p;
-  p.B = 3;
-  p.M = 40;
-  p.N = 128;
-  p.K = 512;
-  DispatchConfig cfg;
-  cfg.workgroupSize = {512, 1, 1};
-  cfg.dynamicLdsBytes = 12288;
-  cfg.threads = 1;
-  auto serial = runPrequantBmm(**emu, "prequant_bmm", PrequantAbi::TritonPeer,
-                               p, 32, 64, cfg);
-  ASSERT_TRUE(bool(serial)) << llvm::toString(serial.takeError());
-  cfg.threads = 3;
-  auto threaded = runPrequantBmm(**emu, "prequant_bmm", PrequantAbi::TritonPeer,
-                                 p, 32, 64, cfg);
-  ASSERT_TRUE(bool(threaded)) << llvm::toString(threaded.takeError());
-  EXPECT_EQ(threaded->failures, 0);
-  EXPECT_EQ(threaded->error.maxAbsError, serial->error.maxAbsError);
-  EXPECT_EQ(threaded->stats.instructions, serial->stats.instructions);
+  runtime::VerifyProblem p;
+  p.batch = 3;
+  p.m = 40;
+  p.threads = 1;
+  runtime::VerifyResult serial = verifyPeer(peerDir, kPeers[1], p, 12288);
+  ASSERT_TRUE(serial.passed()) << serial.error << serial.message;
+  // The same bits with three threads, and the same instructions executed.
+  p.threads = 3;
+  p.repeatThreads = {1};
+  runtime::VerifyResult threaded = verifyPeer(peerDir, kPeers[1], p, 12288);
+  EXPECT_TRUE(threaded.passed()) << threaded.error << threaded.message;
+  EXPECT_EQ(threaded.maxAbsError, serial.maxAbsError);
+  EXPECT_EQ(threaded.stats.instructions, serial.stats.instructions);
 }
 
 } // namespace

@@ -134,8 +134,8 @@ TEST(ServingLayouts, StridedXAndTransposedY) {
         p.batch = 16;
         p.m = m;
         p.seed = 7;
-        p.stridedX = true;
-        p.transposedY = true;
+        p.x = runtime::kQNopeLayout;
+        p.y = runtime::kWideTokenMajorLayout;
         VerifyResult out = runtime::verifyKernel(launcher(), *kernel, p);
         EXPECT_TRUE(out.passed())
             << out.error << kernel->symbol << ": " << out.message;

@@ -2,11 +2,14 @@
 //
 // A hand-worked case with exact expected bits, and random cases against a
 // second, deliberately naive implementation: dequantize all of X into a dense
-// f64 array first, then a plain triple loop.
+// f64 array first, then a plain triple loop. The random cases run the
+// reference as a kernel through the project's reference check
+// (Runtime/Verify.h), which generates the inputs and layouts.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mla-fp8/Reference/PrequantBmm.h"
+#include "mla-fp8/Runtime/Verify.h"
 
 #include "gtest/gtest.h"
 
@@ -204,9 +207,6 @@ std::vector<uint16_t> naivePrequantBmm(const PrequantBmmArgs &a,
   return y;
 }
 
-enum class XLayout { BMK, MBK, Padded };
-enum class YLayout { BMN, MBN };
-
 struct RandomConfig {
   FP8Format format;
   OutType inputType;
@@ -214,149 +214,109 @@ struct RandomConfig {
   int64_t B, M, N, K, groupSize;
   bool perBatchDescale;
   bool bias;
-  XLayout xLayout;
-  YLayout yLayout;
+  runtime::VerifyLayout xLayout;
+  runtime::VerifyLayout yLayout;
 };
 
-/// Random activations with a different magnitude per row and some zero
-/// groups, so amax, the floor and the clamp all matter.
-std::vector<uint16_t> makeX(std::mt19937 &rng, int64_t count, OutType type) {
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_real_distribution<double> exponent(-6.0, 6.0);
-  std::vector<uint16_t> x(count);
-  double rowScale = 1.0;
-  for (int64_t i = 0; i < count; ++i) {
-    if (i % 37 == 0)
-      rowScale = std::exp2(exponent(rng));
-    double value = (i / 64) % 9 == 4 ? 0.0 : normal(rng) * rowScale;
-    x[i] = roundToOutType(value, type);
-  }
-  return x;
+const char *getTypeName(OutType type) {
+  return type == OutType::BF16 ? "bf16" : "f16";
 }
 
+/// Runs the rounded reference as a kernel through the project's reference
+/// check (Runtime/Verify.h: inputs, layouts, Y within half an ulp of the f64
+/// reference, nothing written outside Y), and compares its bits with the
+/// naive implementation on the same inputs.
 void runRandomCase(const RandomConfig &c, unsigned seed) {
-  std::mt19937 rng(seed);
-  int64_t B = c.B, M = c.M, N = c.N, K = c.K;
-  // X storage and strides.
-  int64_t pad = c.xLayout == XLayout::Padded ? 7 : 0;
-  std::vector<uint16_t> x = makeX(rng, B * M * (K + pad) + 1, c.inputType);
-  int64_t xStrideB = M * K, xStrideM = K;
-  if (c.xLayout == XLayout::MBK) {
-    xStrideB = K;
-    xStrideM = B * K;
-  } else if (c.xLayout == XLayout::Padded) {
-    // K-up's q_nope view of a (M, B, K + pad) tensor.
-    xStrideB = K + pad;
-    xStrideM = B * (K + pad);
-  }
-  // Weights: quantized from random floats, so W spans the whole fp8 range.
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> wFloat(B * N * K);
-  for (float &value : wFloat)
-    value = normal(rng) * 0.05f;
-  std::vector<uint8_t> w(B * N * K);
-  std::vector<float> descales(B);
-  if (c.perBatchDescale)
-    quantizeWeightsPerBatch(wFloat.data(), B, N * K, c.format, w.data(),
-                            descales.data());
-  else
-    descales[0] = quantizeWeights(wFloat.data(), B * N * K, c.format, w.data());
-  std::vector<uint16_t> bias(B * N);
-  for (uint16_t &value : bias)
-    value = roundToOutType(normal(rng), c.outType);
+  runtime::KernelEntry reference;
+  reference.symbol = "reference";
+  reference.n = c.N;
+  reference.k = c.K;
+  reference.groupSize = c.groupSize;
+  reference.inType = getTypeName(c.inputType);
+  reference.outType = getTypeName(c.outType);
+  reference.fp8Type = getFP8FormatName(c.format);
+  reference.weightScale = c.perBatchDescale
+                              ? kernel_abi::WeightScaleMode::PerBatch
+                              : kernel_abi::WeightScaleMode::PerTensor;
+  reference.hasBias = c.bias;
+  runtime::VerifyProblem problem;
+  problem.batch = c.B;
+  problem.m = c.M;
+  problem.seed = seed;
+  problem.x = c.xLayout;
+  problem.y = c.yLayout;
+  problem.varyRowScales = problem.zeroGroups = true;
 
-  // Y inside a larger buffer filled with a sentinel.
-  const uint16_t sentinel = 0x7E5A;
-  int64_t yPad = 3;
-  std::vector<uint16_t> y(B * M * (N + yPad) + 1, sentinel);
-  int64_t yStrideB = M * (N + yPad), yStrideM = N + yPad;
-  if (c.yLayout == YLayout::MBN) {
-    yStrideB = N + yPad;
-    yStrideM = B * (N + yPad);
-  }
-
-  PrequantBmmArgs args;
-  args.B = B;
-  args.M = M;
-  args.N = N;
-  args.K = K;
-  args.groupSize = c.groupSize;
-  args.format = c.format;
-  args.inputType = c.inputType;
-  args.x = x.data();
-  args.xStrideB = xStrideB;
-  args.xStrideM = xStrideM;
-  args.w = w.data();
-  args.weightDescale = descales.data();
-  args.perBatchDescale = c.perBatchDescale;
-  args.bias = c.bias ? bias.data() : nullptr;
-  args.outType = c.outType;
-  args.y = y.data();
-  args.yStrideB = yStrideB;
-  args.yStrideM = yStrideM;
-
-  std::string error;
-  ASSERT_TRUE(referencePrequantBmm(args, &error)) << error;
-  std::vector<double> exact;
-  ASSERT_TRUE(referencePrequantBmmF64(args, exact, &error)) << error;
-  std::vector<double> naiveExact;
-  std::vector<uint16_t> expected = naivePrequantBmm(args, &naiveExact);
-
-  std::vector<bool> written(y.size(), false);
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t m = 0; m < M; ++m) {
-      for (int64_t n = 0; n < N; ++n) {
-        int64_t index = (b * M + m) * N + n;
-        int64_t offset = b * yStrideB + m * yStrideM + n;
-        written[offset] = true;
-        ASSERT_EQ(y[offset], expected[index])
-            << "b " << b << " m " << m << " n " << n;
-        // Different summation orders agree to f64 rounding noise.
-        ASSERT_NEAR(exact[index], naiveExact[index],
-                    1e-12 * std::fabs(naiveExact[index]) + 1e-300);
-      }
-    }
-  }
-  // gtest's assertion macros expand to an if/else: keep the braces.
-  for (size_t i = 0; i < y.size(); ++i) {
-    if (!written[i]) {
-      ASSERT_EQ(y[i], sentinel) << "wrote outside Y at " << i;
-    }
-  }
-
-  OutputErrorStats stats =
-      compareOutputsToF64(expected.data(), exact.data(),
-                          static_cast<int64_t>(exact.size()), c.outType);
-  EXPECT_LE(stats.maxUlpDistance, 0.5);
-  EXPECT_EQ(stats.nanMismatches, 0);
+  runtime::VerifyResult result = runtime::verifyPrequantBmm(
+      reference, problem,
+      [&](const runtime::PrequantBmmCall &call,
+          unsigned) -> llvm::Expected<emu::ExecStats> {
+        PrequantBmmArgs args;
+        args.B = call.batch;
+        args.M = call.m;
+        args.N = c.N;
+        args.K = c.K;
+        args.groupSize = c.groupSize;
+        args.format = c.format;
+        args.inputType = c.inputType;
+        args.x = call.x;
+        args.xStrideB = call.xStrideB;
+        args.xStrideM = call.xStrideM;
+        args.w = call.w;
+        args.weightDescale = call.wScale;
+        args.perBatchDescale = c.perBatchDescale;
+        args.bias = call.bias;
+        args.outType = c.outType;
+        args.y = call.y;
+        args.yStrideB = call.yStrideB;
+        args.yStrideM = call.yStrideM;
+        std::string error;
+        EXPECT_TRUE(referencePrequantBmm(args, &error)) << error;
+        std::vector<double> exact, naiveExact;
+        EXPECT_TRUE(referencePrequantBmmF64(args, exact, &error)) << error;
+        std::vector<uint16_t> expected = naivePrequantBmm(args, &naiveExact);
+        for (int64_t b = 0; b < c.B; ++b)
+          for (int64_t m = 0; m < c.M; ++m)
+            for (int64_t n = 0; n < c.N; ++n) {
+              int64_t index = (b * c.M + m) * c.N + n;
+              EXPECT_EQ(call.y[b * call.yStrideB + m * call.yStrideM + n],
+                        expected[index])
+                  << "b " << b << " m " << m << " n " << n;
+              // Different summation orders agree to f64 rounding noise.
+              EXPECT_NEAR(exact[index], naiveExact[index],
+                          1e-12 * std::fabs(naiveExact[index]) + 1e-300);
+            }
+        return emu::ExecStats();
+      });
+  EXPECT_TRUE(result.passed()) << result.error << result.message;
+  // Rounded once, to nearest.
+  EXPECT_LE(result.maxUlp, 0.5);
 }
 
 TEST(PrequantBmmTest, RandomCasesMatchNaiveImplementation) {
   using F = FP8Format;
   using T = OutType;
+  const runtime::VerifyLayout bmk = {false, 0}, mbk = {true, 0};
+  // K-up's q_nope view of a (M, B, K + 7) tensor.
+  const runtime::VerifyLayout padded = {true, 7};
+  // Y inside larger (B, M, N + 3) and (M, B, N + 3) tensors.
+  const runtime::VerifyLayout bmn = {false, 3}, mbn = {true, 3};
   const RandomConfig configs[] = {
       // DeepSeek V-up shape at TP = 8 (scaled down in B), gfx942.
-      {F::E4M3FNUZ, T::BF16, T::BF16, 2, 5, 16, 512, 128, false, false,
-       XLayout::BMK, YLayout::BMN},
+      {F::E4M3FNUZ, T::BF16, T::BF16, 2, 5, 16, 512, 128, false, false, bmk,
+       bmn},
       // K-up from the strided q_nope view, (M, B, N) output, per-head descale.
-      {F::E4M3FNUZ, T::BF16, T::BF16, 3, 4, 32, 128, 128, true, false,
-       XLayout::Padded, YLayout::MBN},
-      {F::E4M3FN, T::BF16, T::BF16, 2, 3, 8, 256, 64, true, true, XLayout::MBK,
-       YLayout::BMN},
-      {F::E4M3FN, T::F16, T::F16, 2, 3, 8, 100, 32, false, true,
-       XLayout::Padded, YLayout::MBN},
+      {F::E4M3FNUZ, T::BF16, T::BF16, 3, 4, 32, 128, 128, true, false, padded,
+       mbn},
+      {F::E4M3FN, T::BF16, T::BF16, 2, 3, 8, 256, 64, true, true, mbk, bmn},
+      {F::E4M3FN, T::F16, T::F16, 2, 3, 8, 100, 32, false, true, padded, mbn},
       // Partial last group: K % G != 0.
-      {F::E4M3FNUZ, T::BF16, T::F16, 2, 3, 5, 200, 64, true, true, XLayout::BMK,
-       YLayout::MBN},
-      {F::E5M2FNUZ, T::F16, T::BF16, 1, 7, 9, 45, 16, false, true, XLayout::MBK,
-       YLayout::BMN},
-      {F::E5M2, T::BF16, T::BF16, 3, 2, 6, 130, 128, true, false,
-       XLayout::Padded, YLayout::BMN},
+      {F::E4M3FNUZ, T::BF16, T::F16, 2, 3, 5, 200, 64, true, true, bmk, mbn},
+      {F::E5M2FNUZ, T::F16, T::BF16, 1, 7, 9, 45, 16, false, true, mbk, bmn},
+      {F::E5M2, T::BF16, T::BF16, 3, 2, 6, 130, 128, true, false, padded, bmn},
       // Group size 1 and a single group wider than K.
-      {F::E4M3FN, T::BF16, T::BF16, 1, 3, 4, 9, 1, false, false, XLayout::BMK,
-       YLayout::BMN},
-      {F::E4M3FNUZ, T::F16, T::BF16, 2, 2, 3, 20, 256, true, true, XLayout::BMK,
-       YLayout::MBN},
+      {F::E4M3FN, T::BF16, T::BF16, 1, 3, 4, 9, 1, false, false, bmk, bmn},
+      {F::E4M3FNUZ, T::F16, T::BF16, 2, 2, 3, 20, 256, true, true, bmk, mbn},
   };
   unsigned seed = 42;
   for (const RandomConfig &config : configs) {
@@ -599,6 +559,13 @@ TEST(ErrorMetricsTest, CompareOutputsToF64) {
   // Near zero the ulp is the smallest denormal: f16 2^-24.
   stats = compareOutputsToF64(actual + 2, expected + 2, 1, OutType::F16);
   EXPECT_EQ(stats.maxUlpDistance, 1.0);
+}
+
+TEST(ErrorMetricsTest, OutputUlp) {
+  EXPECT_EQ(getOutputUlp(1.0, OutType::BF16), 0x1p-7);
+  EXPECT_EQ(getOutputUlp(-3.0, OutType::F16), 0x1p-9);
+  EXPECT_EQ(getOutputUlp(0.0, OutType::F16), 0x1p-24);
+  EXPECT_EQ(getOutputUlp(0x1p-130, OutType::BF16), 0x1p-133);
 }
 
 //===----------------------------------------------------------------------===//

@@ -8,6 +8,7 @@
 
 #include "TestBundle.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/Runtime/Bundle.h"
 
 #include "gtest/gtest.h"
@@ -127,32 +128,40 @@ TEST_F(BundleLoaderTest, GridAndLaunchChecks) {
   EXPECT_NE(e->checkLaunch(-1, 1), "");
 }
 
-TEST(GridDimTest, EvaluateNeverOverflows) {
-  // A divisor near 2^63 used to wrap (var + divisor - 1) negative.
-  GridDim dim{GridDim::Kind::M, std::numeric_limits<int64_t>::max()};
-  EXPECT_EQ(dim.evaluate(2, 1), 1u);
-  EXPECT_EQ(dim.evaluate(std::numeric_limits<int64_t>::max(), 1), 1u);
-  GridDim ceil16{GridDim::Kind::M, 16};
-  EXPECT_EQ(ceil16.evaluate(std::numeric_limits<int64_t>::max(), 1),
-            uint64_t(std::numeric_limits<int64_t>::max()) / 16 + 1);
-  EXPECT_EQ(ceil16.evaluate(0, 1), 0u);
-}
-
 //===----------------------------------------------------------------------===//
 // The digest and the schema
 //===----------------------------------------------------------------------===//
 
 TEST_F(BundleLoaderTest, OlderSchemaIsRefusedNamingBothVersions) {
-  bundle.root()["schema_version"] = 1;
-  // A schema 1 bundle has no digest file; the version is what is wrong.
+  // Schema 1 had no digest file, schema 2 no argument names: the version is
+  // what is wrong, whatever else the manifest holds.
   ASSERT_FALSE(llvm::sys::fs::remove(bundle.path("manifest.sha256")));
-  bundle.writeManifest(/*digest=*/false);
-  std::string message = loadError();
-  EXPECT_NE(message.find("manifest.json: field 'schema_version': the manifest "
-                         "has schema version 1; this loader reads schema "
-                         "version 2 only. Regenerate the bundle"),
-            std::string::npos)
-      << message;
+  for (int version : {1, 2}) {
+    SCOPED_TRACE(version);
+    bundle.root()["schema_version"] = version;
+    bundle.writeManifest(/*digest=*/false);
+    std::string message = loadError();
+    EXPECT_NE(message.find("manifest.json: field 'schema_version': the "
+                           "manifest has schema version " +
+                           std::to_string(version) +
+                           "; this loader reads schema version 3 only. "
+                           "Regenerate the bundle"),
+              std::string::npos)
+        << message;
+  }
+}
+
+TEST_F(BundleLoaderTest, ArgumentNamesComeFromTheNameField) {
+  // `meaning` is prose for people: rewriting it changes nothing.
+  llvm::json::Object &kernel = bundle.kernel(1);
+  for (llvm::json::Value &arg : *kernel.getArray("args"))
+    (*arg.getAsObject())["meaning"] = "anything: at all";
+  bundle.writeManifest();
+  llvm::Expected<LoadedBundle> loaded = loadBundle(bundle.dir);
+  ASSERT_TRUE(static_cast<bool>(loaded)) << llvm::toString(loaded.takeError());
+  const KernelEntry &e = loaded->chips[0].kernels[1];
+  EXPECT_EQ(e.args[kernel_abi::kArgXStrideM].name, "x_stride_m");
+  EXPECT_EQ(e.args[kernel_abi::kArgXStrideM].meaning, "anything: at all");
 }
 
 TEST_F(BundleLoaderTest, MissingDigestIsRefused) {
@@ -293,7 +302,30 @@ static std::vector<Mutation> getMutations() {
          llvm::json::Array &args = *k.getArray("args");
          std::swap(args[6], args[8]);
        },
-       "field 'chips[0].kernels[1].args[6]'"},
+       "field 'chips[0].kernels[1].args[6].name': 'y_stride_b' is argument 8 "
+       "of the kernel ABI, not 6"},
+      {"argument without a name",
+       [](llvm::json::Object &k) {
+         (*k.getArray("args"))[3].getAsObject()->erase("name");
+       },
+       "field 'chips[0].kernels[1].args[3].name': missing"},
+      {"argument name unknown to the ABI",
+       [](llvm::json::Object &k) {
+         (*(*k.getArray("args"))[3].getAsObject())["name"] = "scale";
+       },
+       "field 'chips[0].kernels[1].args[3].name': 'scale' is not an argument "
+       "of the kernel ABI"},
+      {"argument named as another",
+       [](llvm::json::Object &k) {
+         (*(*k.getArray("args"))[5].getAsObject())["name"] = "x_stride_b";
+       },
+       "field 'chips[0].kernels[1].args[5].name': 'x_stride_b' is argument 6 "
+       "of the kernel ABI, not 5"},
+      {"argument name not a string",
+       [](llvm::json::Object &k) {
+         (*(*k.getArray("args"))[0].getAsObject())["name"] = 0;
+       },
+       "field 'chips[0].kernels[1].args[0].name': expected a string"},
       {"argument dropped",
        [](llvm::json::Object &k) {
          k.getArray("args")->erase(k.getArray("args")->begin() + 10);
@@ -352,7 +384,8 @@ TEST_F(BundleLoaderTest, ChipOfAnotherCodeObjectIsRefused) {
 
 TEST_F(BundleLoaderTest, UnknownChipIsRefused) {
   bundle.chip()["chip"] = "gfx90a";
-  expectRefused("field 'chips[0].chip': unsupported chip 'gfx90a'");
+  expectRefused("field 'chips[0].chip': unknown chip 'gfx90a'; supported "
+                "chips: gfx942, gfx950");
 }
 
 TEST_F(BundleLoaderTest, HugeCodeObjectSizeIsRefused) {
@@ -397,7 +430,7 @@ TEST_F(BundleLoaderTest, MissingManifest) {
 }
 
 TEST_F(BundleLoaderTest, MalformedJSON) {
-  bundle.writeManifestText("{\"schema_version\": 2, \"chips\": [");
+  bundle.writeManifestText("{\"schema_version\": 3, \"chips\": [");
   std::string message = loadError();
   EXPECT_NE(message.find("manifest.json: malformed JSON"), std::string::npos)
       << message;
@@ -406,7 +439,7 @@ TEST_F(BundleLoaderTest, MalformedJSON) {
 TEST_F(BundleLoaderTest, DeeplyNestedManifestIsAnError) {
   // 100000 nested arrays used to overflow the stack in json::parse.
   std::string text =
-      "{\"schema_version\": 2, \"chips\": " + std::string(100000, '[') +
+      "{\"schema_version\": 3, \"chips\": " + std::string(100000, '[') +
       std::string(100000, ']') + "}";
   bundle.writeManifestText(text);
   std::string message = loadError();
