@@ -4,8 +4,9 @@
 // one-kernel image (as the emulator's unit tests build theirs) and runs as
 // one workgroup with a step budget. The header varies what the kernel
 // descriptor and the launch give the waves:
-//   [0] bit 0: gfx950 (else gfx942); bits 1-2: work-item id VGPRs (0..2);
-//       bit 3: workgroup ids in SGPRs; bit 4: two preloaded kernarg dwords
+//   [0] bit 0: the chip table's second chip, gfx950 (else its first, gfx942);
+//       bits 1-2: work-item id VGPRs (0..2); bit 3: workgroup ids in SGPRs;
+//       bit 4: two preloaded kernarg dwords
 //   [1] work-items - 1 (1..256: up to four waves, so barriers matter)
 //   [2] static LDS in 256-byte units
 //   [3] private (scratch) bytes per lane, a multiple of 4
@@ -20,6 +21,7 @@
 
 #include "mla-fp8/Emulator/Emulator.h"
 
+using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::emu;
 
 namespace mlir::mlafp8::fuzz {
@@ -34,7 +36,8 @@ Outcome runInput(llvm::ArrayRef<uint8_t> data) {
                                      ? data.drop_front(std::size(header))
                                      : llvm::ArrayRef<uint8_t>();
 
-  Chip chip = header[0] & 1 ? Chip::GFX950 : Chip::GFX942;
+  llvm::ArrayRef<ChipInfo> chips = getSupportedChips();
+  const ChipInfo &chip = chips[(header[0] & 1) % chips.size()];
   KernelDescriptor kd;
   kd.kernelCodeProperties = 1u << 3; // kernarg segment pointer in s[0:1]
   kd.computePgmRsrc2 = 2u << 1;      // two user SGPRs

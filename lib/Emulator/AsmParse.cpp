@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "InstTable.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -315,10 +315,10 @@ static bool parseModifier(StringRef t, Inst &inst) {
       inst.clamp = true;
     else if (t == "row_mirror") {
       inst.dpp = true;
-      inst.dppCtrl = 0x140;
+      inst.dppCtrl = dpp::RowMirror;
     } else if (t == "row_half_mirror") {
       inst.dpp = true;
-      inst.dppCtrl = 0x141;
+      inst.dppCtrl = dpp::RowHalfMirror;
     } else
       return false; // tfe/lwe/addr64: not modelled
     return true;
@@ -364,8 +364,6 @@ static bool parseModifier(StringRef t, Inst &inst) {
   if (key == "neg_hi")
     return parseBitList(val, inst.negHi, count);
   if (key == "quad_perm") {
-    uint8_t dummy;
-    (void)dummy;
     StringRef l = val;
     if (!l.consume_front("[") || !l.consume_back("]"))
       return false;
@@ -383,28 +381,34 @@ static bool parseModifier(StringRef t, Inst &inst) {
     inst.dppCtrl = ctrl;
     return true;
   }
+  // "name:n" DPP controls; the wave shifts print n = 1 and encode no amount.
   struct DppKey {
     const char *name;
-    uint16_t base;
+    dpp::Ctrl base;
+    bool addsAmount;
   };
-  static const DppKey dppKeys[] = {
-      {"row_shl", 0x100},  {"row_shr", 0x110},     {"row_ror", 0x120},
-      {"wave_shl", 0x130}, {"wave_rol", 0x134},    {"wave_shr", 0x138},
-      {"wave_ror", 0x13c}, {"row_newbcast", 0x150}};
+  static const DppKey dppKeys[] = {{"row_shl", dpp::RowShl, true},
+                                   {"row_shr", dpp::RowShr, true},
+                                   {"row_ror", dpp::RowRor, true},
+                                   {"wave_shl", dpp::WaveShl1, false},
+                                   {"wave_rol", dpp::WaveRol1, false},
+                                   {"wave_shr", dpp::WaveShr1, false},
+                                   {"wave_ror", dpp::WaveRor1, false},
+                                   {"row_newbcast", dpp::RowNewBcast, true}};
   for (const DppKey &k : dppKeys) {
     if (key != k.name)
       continue;
     if (!parseInt(val, v))
       return false;
     inst.dpp = true;
-    inst.dppCtrl = k.base + (k.base >= 0x130 && k.base < 0x140 ? 0 : v);
+    inst.dppCtrl = k.base + (k.addsAmount ? v : 0);
     return true;
   }
   if (key == "row_bcast") {
     if (!parseInt(val, v))
       return false;
     inst.dpp = true;
-    inst.dppCtrl = v == 15 ? 0x142 : 0x143;
+    inst.dppCtrl = v == 15 ? dpp::RowBcast15 : dpp::RowBcast31;
     return true;
   }
   if (key == "row_mask" || key == "bank_mask") {
@@ -459,39 +463,6 @@ static bool parseModifier(StringRef t, Inst &inst) {
   return false;
 }
 
-/// Mnemonics whose second operand is a second result (carry-out, VCC).
-static bool hasTwoDefs(StringRef m) {
-  return StringSwitch<bool>(m)
-      .Cases({"v_add_co_u32", "v_sub_co_u32", "v_subrev_co_u32",
-              "v_addc_co_u32", "v_subb_co_u32", "v_subbrev_co_u32"},
-             true)
-      .Cases({"v_div_scale_f32", "v_div_scale_f64", "v_mad_u64_u32",
-              "v_mad_i64_i32"},
-             true)
-      .Default(false);
-}
-
-/// Mnemonics without results: their first operand is a source.
-static bool hasNoDefs(StringRef m) {
-  if (m.starts_with("s_cmp") || m.starts_with("s_bitcmp") ||
-      m.starts_with("s_cbranch") || m.starts_with("s_waitcnt") ||
-      m.starts_with("global_store") || m.starts_with("buffer_store") ||
-      m.starts_with("scratch_store") || m.starts_with("flat_store") ||
-      m.starts_with("ds_write") || m.starts_with("ds_store") ||
-      m.starts_with("s_store") || m.starts_with("s_setreg") ||
-      m.starts_with("s_set") || m.starts_with("s_cmpk"))
-    return true;
-  // DS atomics without return and global/buffer atomics without sc0 are
-  // handled by their handlers.
-  return StringSwitch<bool>(m)
-      .Cases({"s_branch", "s_endpgm", "s_barrier", "s_nop", "s_sleep",
-              "s_setprio", "s_dcache_wb", "s_dcache_inv", "s_code_end",
-              "s_sendmsg", "buffer_inv", "buffer_wbl2", "s_setpc_b64", "s_trap",
-              "s_icache_inv", "s_ttracedata"},
-             true)
-      .Default(false);
-}
-
 Error parseAssembly(StringRef text, Inst &inst) {
   text = text.trim();
   size_t sp = text.find_first_of(" \t");
@@ -506,8 +477,8 @@ Error parseAssembly(StringRef text, Inst &inst) {
   if (mnem.ends_with("_dpp"))
     inst.dpp = true;
   inst.mnemonic = base.str();
-  bool isVop3p = base.starts_with("v_pk_") || base.starts_with("v_dot") ||
-                 base.starts_with("v_mad_mix") || base.starts_with("v_fma_mix");
+  inst.def = getInstTable().lookup(base);
+  Operands signature = inst.def ? inst.def->operands : Operands::Def;
   bool inModifiers = false;
   for (StringRef t : tokenize(rest)) {
     Operand op;
@@ -520,12 +491,9 @@ Error parseAssembly(StringRef text, Inst &inst) {
       return createStringError("cannot parse '%s' in '%s'", t.str().c_str(),
                                text.str().c_str());
   }
-  // Packed ops default to taking every source's high half for the high
-  // result; the mixed-precision FMAs default to f32 sources (op_sel_hi 0).
-  bool isMix = base.starts_with("v_mad_mix") || base.starts_with("v_fma_mix");
-  if (isVop3p && !isMix && !inst.hasOpSelHi)
+  if (signature == Operands::Packed && !inst.hasOpSelHi)
     inst.opSelHi = 0x7;
-  inst.numDefs = hasNoDefs(base) ? 0 : hasTwoDefs(base) ? 2 : 1;
+  inst.numDefs = getNumDefs(signature);
   if (inst.numDefs > inst.ops.size())
     inst.numDefs = inst.ops.size();
   return Error::success();

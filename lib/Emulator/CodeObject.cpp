@@ -17,10 +17,6 @@ using namespace llvm;
 
 namespace mlir::mlafp8::emu {
 
-const char *getChipName(Chip chip) {
-  return chip == Chip::GFX942 ? "gfx942" : "gfx950";
-}
-
 KernelDescriptor KernelDescriptor::decode(ArrayRef<uint8_t> b) {
   auto u32 = [&](unsigned off) {
     return support::endian::read32le(b.data() + off);
@@ -46,12 +42,10 @@ KernelDescriptor KernelDescriptor::decode(ArrayRef<uint8_t> b) {
 /// it, so a forged size must not reach the allocator.
 static constexpr uint64_t kMaxKernargSegmentBytes = 65536;
 
-/// Fills the kernels' metadata fields from the NT_AMDGPU_METADATA note, read
-/// by the checked reader that Target and the loader share.
-static Error applyMetadata(StringRef blob, std::vector<KernelInfo> &kernels) {
-  CodeObjectMetadata metadata;
-  if (Error error = parseAMDGPUMetadataNote(blob, metadata))
-    return error;
+/// Fills the kernels' metadata fields from what the checked reader found in
+/// the NT_AMDGPU_METADATA note.
+static Error applyMetadata(const CodeObjectMetadata &metadata,
+                           std::vector<KernelInfo> &kernels) {
   for (const KernelMetadata &k : metadata.kernels) {
     for (KernelInfo &info : kernels) {
       if (info.name != k.name)
@@ -93,25 +87,21 @@ static Error applyMetadata(StringRef blob, std::vector<KernelInfo> &kernels) {
 Expected<std::unique_ptr<CodeObject>>
 CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
   StringRef data(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-  auto fileOr =
-      object::ELF64LEObjectFile::create(MemoryBufferRef(data, "hsaco"));
+  auto fileOr = openAMDGPUElf(data);
   if (!fileOr)
     return fileOr.takeError();
-  const object::ELF64LEFile &elf = fileOr->getELFFile();
-  const auto &header = elf.getHeader();
-  if (header.e_machine != ELF::EM_AMDGPU)
-    return createStringError("not an AMDGPU code object (e_machine %u)",
-                             unsigned(header.e_machine));
+  const object::ELF64LEFile &elf = (*fileOr)->getELFFile();
   auto co = std::make_unique<CodeObject>();
-  unsigned mach = header.e_flags & ELF::EF_AMDGPU_MACH;
-  if (mach == ELF::EF_AMDGPU_MACH_AMDGCN_GFX942)
-    co->chip = Chip::GFX942;
-  else if (mach == ELF::EF_AMDGPU_MACH_AMDGCN_GFX950)
-    co->chip = Chip::GFX950;
-  else
+  unsigned mach = elf.getHeader().e_flags & ELF::EF_AMDGPU_MACH;
+  co->chip = lookupChipByElfMach(mach);
+  if (!co->chip) {
+    std::string supported;
+    for (const ChipInfo &chip : getSupportedChips())
+      supported += (supported.empty() ? "" : ", ") + chip.name.str();
     return createStringError("unsupported AMDGPU target (e_flags mach 0x%x); "
-                             "the emulator models gfx942 and gfx950",
-                             mach);
+                             "the emulator models %s",
+                             mach, supported.c_str());
+  }
 
   // Lay the loadable segments out at their virtual addresses.
   auto phdrs = elf.program_headers();
@@ -179,24 +169,11 @@ CodeObject::fromBytes(ArrayRef<uint8_t> bytes) {
     co->kernels.push_back(std::move(info));
   }
 
-  // Metadata note (in a PT_NOTE segment).
-  for (const auto &ph : *phdrs) {
-    if (ph.p_type != ELF::PT_NOTE)
-      continue;
-    Error err = Error::success();
-    for (const auto &note : elf.notes(ph, err)) {
-      if (note.getName() == "AMDGPU" &&
-          note.getType() == ELF::NT_AMDGPU_METADATA) {
-        ArrayRef<uint8_t> desc = note.getDesc(ph.p_align);
-        StringRef blob(reinterpret_cast<const char *>(desc.data()),
-                       desc.size());
-        if (Error e = applyMetadata(blob, co->kernels))
-          return std::move(e);
-      }
-    }
-    if (err)
-      return std::move(err);
-  }
+  Expected<CodeObjectMetadata> metadata = readCodeObjectMetadata(data);
+  if (!metadata)
+    return metadata.takeError();
+  if (Error e = applyMetadata(*metadata, co->kernels))
+    return std::move(e);
   return co;
 }
 
@@ -212,10 +189,10 @@ Expected<std::unique_ptr<CodeObject>> CodeObject::fromFile(StringRef path) {
 }
 
 std::unique_ptr<CodeObject>
-CodeObject::fromRawCode(ArrayRef<uint8_t> code, Chip chip, StringRef name,
-                        const KernelDescriptor &descriptor) {
+CodeObject::fromRawCode(ArrayRef<uint8_t> code, const ChipInfo &chip,
+                        StringRef name, const KernelDescriptor &descriptor) {
   auto co = std::make_unique<CodeObject>();
-  co->chip = chip;
+  co->chip = &chip;
   co->image.assign(code.begin(), code.end());
   KernelInfo info;
   info.name = name.str();

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "InstTable.h"
 
 #include "mla-fp8/Reference/Formats.h"
 
@@ -18,9 +18,7 @@ using Ctx = ExecContext;
 
 /// The chip's fp8 (E4M3) or bf8 (E5M2) format.
 FP8Format chipFormat(const Ctx &c, bool bf8) {
-  if (c.chip == Chip::GFX942)
-    return bf8 ? FP8Format::E5M2FNUZ : FP8Format::E4M3FNUZ;
-  return bf8 ? FP8Format::E5M2 : FP8Format::E4M3FN;
+  return bf8 ? c.bf8Format : c.fp8Format;
 }
 
 /// Out-of-range values: MODE.FP16_OVFL = 1 saturates, 0 gives NaN.
@@ -116,36 +114,51 @@ template <bool Bf8> Error cvtScalePkF32From8(Ctx &c, const Inst &I) {
   return Error::success();
 }
 
+/// The stochastic-rounding converts: the ISA documents disagree on their
+/// random bits, so running one is an error.
+Error notModelledSR(Ctx &c, const Inst &I) {
+  return c.fail(I, "stochastic-rounding converts are not modelled (the "
+                   "ISA documents disagree on the random bits)");
+}
+
+const InstDef kConversionRows[] = {
+    {"v_cvt_pk_fp8_f32", Operands::Def, InstClass::VALU, cvtPk8<false>},
+    {"v_cvt_pk_bf8_f32", Operands::Def, InstClass::VALU, cvtPk8<true>},
+    {"v_cvt_f32_fp8", Operands::Def, InstClass::VALU, cvtF32From8<false>},
+    {"v_cvt_f32_bf8", Operands::Def, InstClass::VALU, cvtF32From8<true>},
+    {"v_cvt_pk_f32_fp8", Operands::Def, InstClass::VALU, cvtPkF32From8<false>},
+    {"v_cvt_pk_f32_bf8", Operands::Def, InstClass::VALU, cvtPkF32From8<true>},
+    {"v_cvt_scalef32_pk_fp8_f32", Operands::Def, InstClass::VALU,
+     cvtScalePk8<false>},
+    {"v_cvt_scalef32_pk_bf8_f32", Operands::Def, InstClass::VALU,
+     cvtScalePk8<true>},
+    {"v_cvt_scalef32_f32_fp8", Operands::Def, InstClass::VALU,
+     cvtScaleF32From8<false>},
+    {"v_cvt_scalef32_f32_bf8", Operands::Def, InstClass::VALU,
+     cvtScaleF32From8<true>},
+    {"v_cvt_scalef32_pk_f32_fp8", Operands::Def, InstClass::VALU,
+     cvtScalePkF32From8<false>},
+    {"v_cvt_scalef32_pk_f32_bf8", Operands::Def, InstClass::VALU,
+     cvtScalePkF32From8<true>},
+    // gfx950 v_cvt_pk_bf16_f32 d, s0, s1: {bf16(s1), bf16(s0)}, RNE.
+    MLAFP8_LANEWISE("v_cvt_pk_bf16_f32", Def,
+                    L.setU32(floatToBF16(L.f32(0)) |
+                             (uint32_t(floatToBF16(L.f32(1))) << 16))),
+    {"v_cvt_sr_fp8_f32", Operands::Def, InstClass::VALU, notModelledSR},
+    {"v_cvt_sr_bf8_f32", Operands::Def, InstClass::VALU, notModelledSR},
+};
+
 } // namespace
 
-void registerConversionOps(OpTable &t) {
-  auto add = [&](const char *name, Handler h) {
-    t[name] = {h, InstClass::VALU};
-  };
-  add("v_cvt_pk_fp8_f32", cvtPk8<false>);
-  add("v_cvt_pk_bf8_f32", cvtPk8<true>);
-  add("v_cvt_f32_fp8", cvtF32From8<false>);
-  add("v_cvt_f32_bf8", cvtF32From8<true>);
-  add("v_cvt_pk_f32_fp8", cvtPkF32From8<false>);
-  add("v_cvt_pk_f32_bf8", cvtPkF32From8<true>);
-  add("v_cvt_scalef32_pk_fp8_f32", cvtScalePk8<false>);
-  add("v_cvt_scalef32_pk_bf8_f32", cvtScalePk8<true>);
-  add("v_cvt_scalef32_f32_fp8", cvtScaleF32From8<false>);
-  add("v_cvt_scalef32_f32_bf8", cvtScaleF32From8<true>);
-  add("v_cvt_scalef32_pk_f32_fp8", cvtScalePkF32From8<false>);
-  add("v_cvt_scalef32_pk_f32_bf8", cvtScalePkF32From8<true>);
-  // gfx950 v_cvt_pk_bf16_f32 d, s0, s1: {bf16(s1), bf16(s0)}, RNE.
-  add("v_cvt_pk_bf16_f32", [](Ctx &c, const Inst &I) -> Error {
-    forEachLane(c, I, [&](const Lane &L) {
-      L.setU32(floatToBF16(L.f32(0)) | (uint32_t(floatToBF16(L.f32(1))) << 16));
-    });
-    return Error::success();
-  });
-  for (const char *n : {"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"})
-    add(n, [](Ctx &c, const Inst &I) -> Error {
-      return c.fail(I, "stochastic-rounding converts are not modelled (the "
-                       "ISA documents disagree on the random bits)");
-    });
+FP8Format getChipFP8Format(const ChipInfo &chip, bool bf8) {
+  // The chip table names the formats; each name is one of Reference's
+  // (MfmaLayoutAgreementTest checks every chip).
+  std::optional<FP8Format> format =
+      parseFP8Format(bf8 ? chip.fp8E5M2TypeName : chip.fp8E4M3TypeName);
+  assert(format && "the chip table names an fp8 format Reference lacks");
+  return *format;
 }
+
+void registerConversionOps(InstTable &t) { t.add(kConversionRows); }
 
 } // namespace mlir::mlafp8::emu

@@ -1,6 +1,7 @@
 //===- Decoder.cpp - LLVM MC disassembly and the instruction cache --------===//
 
 #include "Decoder.h"
+#include "InstTable.h"
 
 #include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCContext.h"
@@ -38,14 +39,14 @@ public:
   std::unique_ptr<MCInstPrinter> printer;
 };
 
-static Expected<std::unique_ptr<MCState>> createMCState(Chip chip) {
+static Expected<std::unique_ptr<MCState>> createMCState(const ChipInfo &chip) {
   static std::once_flag once;
   std::call_once(once, [] {
     LLVMInitializeAMDGPUTargetInfo();
     LLVMInitializeAMDGPUTargetMC();
     LLVMInitializeAMDGPUDisassembler();
   });
-  Triple triple("amdgcn-amd-amdhsa");
+  Triple triple(kAMDGPUTriple);
   std::string err;
   const Target *target = TargetRegistry::lookupTarget(triple, err);
   if (!target)
@@ -54,8 +55,8 @@ static Expected<std::unique_ptr<MCState>> createMCState(Chip chip) {
   s->mri.reset(target->createMCRegInfo(triple));
   MCTargetOptions options;
   s->mai.reset(target->createMCAsmInfo(*s->mri, triple, options));
-  s->sti.reset(target->createMCSubtargetInfo(triple, getChipName(chip),
-                                             "+wavefrontsize64"));
+  s->sti.reset(
+      target->createMCSubtargetInfo(triple, chip.name, "+wavefrontsize64"));
   s->mii.reset(target->createMCInstrInfo());
   if (!s->mri || !s->mai || !s->sti || !s->mii)
     return createStringError("cannot create the AMDGPU MC layer");
@@ -70,7 +71,7 @@ static Expected<std::unique_ptr<MCState>> createMCState(Chip chip) {
 }
 
 Expected<std::unique_ptr<InstCache>> InstCache::create(ArrayRef<uint8_t> image,
-                                                       Chip chip) {
+                                                       const ChipInfo &chip) {
   auto mc = createMCState(chip);
   if (!mc)
     return mc.takeError();
@@ -139,15 +140,13 @@ Expected<const Inst *> InstCache::decode(uint64_t pc) {
   inst->text = StringRef(text).trim().str();
   if (Error e = parseAssembly(inst->text, *inst))
     return std::move(e);
-  const OpTable &table = getOpTable();
-  auto it = table.find(inst->mnemonic);
-  if (it == table.end())
+  if (!inst->def)
     return createStringError("pc 0x%llx: instruction not implemented: %s "
                              "(%s, opcode %s)",
                              (unsigned long long)pc, inst->mnemonic.c_str(),
                              inst->text.c_str(), opcodeName.c_str());
-  inst->handler = it->second.handler;
-  inst->cls = it->second.cls;
+  inst->handler = inst->def->handler;
+  inst->cls = inst->def->cls;
   const Inst *raw = inst.get();
   owned.push_back(std::move(inst));
   slots[pc / 4].store(raw, std::memory_order_release);

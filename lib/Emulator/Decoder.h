@@ -1,5 +1,4 @@
-//===- Decoder.h - LLVM MC disassembly and the instruction cache -*- C++
-//-*-===//
+//===- Decoder.h - LLVM MC disassembly and the instruction cache *- C++ -*-===//
 
 #ifndef MLA_FP8_LIB_EMULATOR_DECODER_H
 #define MLA_FP8_LIB_EMULATOR_DECODER_H
@@ -20,7 +19,7 @@ class MCState;
 class InstCache {
 public:
   static llvm::Expected<std::unique_ptr<InstCache>>
-  create(llvm::ArrayRef<uint8_t> image, Chip chip);
+  create(llvm::ArrayRef<uint8_t> image, const ChipInfo &chip);
   ~InstCache();
 
   /// The instruction at `pc` (decoded on first use).

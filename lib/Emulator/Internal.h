@@ -8,10 +8,12 @@
 #ifndef MLA_FP8_LIB_EMULATOR_INTERNAL_H
 #define MLA_FP8_LIB_EMULATOR_INTERNAL_H
 
+#include "Dpp.h"
+
 #include "mla-fp8/Emulator/Emulator.h"
+#include "mla-fp8/Reference/Formats.h"
 
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include "llvm/ADT/bit.h"
@@ -73,6 +75,7 @@ enum class InstClass : uint8_t {
 };
 
 struct Inst;
+struct InstDef;
 class ExecContext;
 using Handler = llvm::Error (*)(ExecContext &, const Inst &);
 
@@ -87,6 +90,9 @@ struct Inst {
   std::string text;
   /// Mnemonic without the encoding suffix (_e32, _e64, _dpp, _sdwa).
   std::string mnemonic;
+  /// The mnemonic's row of the instruction table (InstTable.h), or null if
+  /// the emulator lacks it; handler and cls are copied from it.
+  const InstDef *def = nullptr;
   Handler handler = nullptr;
   InstClass cls = InstClass::Other;
   llvm::SmallVector<Operand, 5> ops;
@@ -104,7 +110,7 @@ struct Inst {
   uint8_t opSelCount = 0;
   bool hasOpSelHi = false;
   bool dpp = false;
-  uint16_t dppCtrl = 0xe4; // quad_perm:[0,1,2,3]
+  uint16_t dppCtrl = dpp::QuadPermIdentity;
   uint8_t rowMask = 0xf, bankMask = 0xf;
   bool boundCtrl = false;
   bool sdwa = false;
@@ -137,6 +143,10 @@ uint16_t immBits16(const Operand &op);
 uint32_t immBits32(const Operand &op);
 uint64_t immBits64(const Operand &op);
 
+/// The Reference format of the chip's fp8 (E4M3) or bf8 (E5M2) values, as the
+/// chip table names it.
+FP8Format getChipFP8Format(const ChipInfo &chip, bool bf8);
+
 /// The fixed values the emulator gives the aperture registers.
 constexpr uint64_t kSharedApertureBase = 0x1000000000000ull;
 constexpr uint64_t kPrivateApertureBase = 0x2000000000000ull;
@@ -146,15 +156,19 @@ constexpr uint64_t kApertureSize = 0x100000000ull;
 class ExecContext {
 public:
   ExecContext(WaveState &w, DeviceMemory &mem, uint8_t *lds, uint32_t ldsSize,
-              ExecStats &stats, Chip chip)
-      : w(w), mem(mem), lds(lds), ldsSize(ldsSize), stats(stats), chip(chip) {}
+              ExecStats &stats, const ChipInfo &chip)
+      : w(w), mem(mem), lds(lds), ldsSize(ldsSize), stats(stats), chip(chip),
+        fp8Format(getChipFP8Format(chip, /*bf8=*/false)),
+        bf8Format(getChipFP8Format(chip, /*bf8=*/true)) {}
 
   WaveState &w;
   DeviceMemory &mem;
   uint8_t *lds;
   uint32_t ldsSize;
   ExecStats &stats;
-  Chip chip;
+  const ChipInfo &chip;
+  /// The formats the chip's fp8 (E4M3) and bf8 (E5M2) operands use.
+  FP8Format fp8Format, bf8Format;
   /// Set by branches; otherwise the next instruction.
   uint64_t nextPc = 0;
 
@@ -366,9 +380,6 @@ struct Lane {
   }
 };
 
-/// Source lane for DPP control `ctrl` at `lane`, or -1 if out of range.
-int dppSourceLane(uint16_t ctrl, unsigned lane);
-
 /// Runs `f(Lane&)` for every lane that executes: EXEC lanes, minus DPP lanes
 /// that are masked off or read an invalid lane without bound_ctrl.
 template <typename F>
@@ -395,7 +406,7 @@ inline void forEachLane(ExecContext &c, const Inst &I, F &&f) {
     if (!((I.rowMask >> (lane / 16)) & 1) ||
         !((I.bankMask >> ((lane >> 2) & 3)) & 1))
       continue;
-    int src = dppSourceLane(I.dppCtrl, lane);
+    int src = dpp::getSourceLane(I.dppCtrl, lane);
     if (src < 0 && !I.boundCtrl)
       continue;
     Lane L{c, I, lane, src, snap};
@@ -403,24 +414,9 @@ inline void forEachLane(ExecContext &c, const Inst &I, F &&f) {
   }
 }
 
-/// Registry of instruction semantics by base mnemonic.
-struct OpEntry {
-  Handler handler = nullptr;
-  InstClass cls = InstClass::Other;
-};
-using OpTable = llvm::StringMap<OpEntry>;
-
-void registerScalarOps(OpTable &table);
-void registerVectorOps(OpTable &table);
-void registerMemoryOps(OpTable &table);
-void registerMfmaOps(OpTable &table);
-void registerConversionOps(OpTable &table);
-
-/// The full table (built once).
-const OpTable &getOpTable();
-
-/// Parses LLVM's printed assembly into `inst` (mnemonic, operands,
-/// modifiers). Fails on syntax it does not understand.
+/// Parses LLVM's printed assembly into `inst`: mnemonic, operands, modifiers
+/// and the mnemonic's table row (null if the emulator lacks the mnemonic).
+/// Fails on syntax it does not understand.
 llvm::Error parseAssembly(llvm::StringRef text, Inst &inst);
 
 } // namespace mlir::mlafp8::emu

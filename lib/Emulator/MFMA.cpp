@@ -20,7 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Internal.h"
+#include "InstTable.h"
 
 #include "mla-fp8/Reference/Formats.h"
 
@@ -107,12 +107,6 @@ const Fp8Table &fp8Table(FP8Format f) {
     return t;
   }();
   return tables[unsigned(f)];
-}
-
-FP8Format formatOf(ElemKind k, Chip chip) {
-  if (chip == Chip::GFX942)
-    return k == ElemKind::FP8 ? FP8Format::E4M3FNUZ : FP8Format::E5M2FNUZ;
-  return k == ElemKind::FP8 ? FP8Format::E4M3FN : FP8Format::E5M2;
 }
 
 /// Element (row r of A or column r of B, index k) of an operand, per layout.
@@ -245,7 +239,8 @@ Error mfma(Ctx &c, const Inst &I) {
     uint32_t word = c.readRaw32(op, lane, byte / 4);
     if (kind == ElemKind::FP8 || kind == ElemKind::BF8) {
       uint8_t bits = uint8_t(word >> (8 * (byte % 4)));
-      return fp8Table(formatOf(kind, c.chip)).e[bits];
+      return fp8Table(kind == ElemKind::FP8 ? c.fp8Format : c.bf8Format)
+          .e[bits];
     }
     uint16_t h = uint16_t(word >> (8 * (byte % 4)));
     double v = kind == ElemKind::BF16 ? bf16ToFloat(h) : f16ToFloat(h);
@@ -272,7 +267,7 @@ Error mfma(Ctx &c, const Inst &I) {
   const Operand &cop = I.src(2);
   float out[M * M];
   unsigned chunk = is8 ? 16 : std::min(8u, K);
-  bool cdna3 = c.chip == Chip::GFX942;
+  bool cdna3 = c.chip.arch == Arch::CDNA3;
   for (unsigned i = 0; i < M; ++i)
     for (unsigned j = 0; j < M; ++j) {
       unsigned reg, lane;
@@ -300,31 +295,48 @@ Error mfma(Ctx &c, const Inst &I) {
   return Error::success();
 }
 
+using EK = ElemKind;
+const InstDef kMfmaRows[] = {
+    {"v_mfma_f32_16x16x32_fp8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::FP8, EK::FP8, false>},
+    {"v_mfma_f32_16x16x32_fp8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::FP8, EK::BF8, false>},
+    {"v_mfma_f32_16x16x32_bf8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::BF8, EK::FP8, false>},
+    {"v_mfma_f32_16x16x32_bf8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::BF8, EK::BF8, false>},
+    {"v_mfma_f32_32x32x16_fp8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::FP8, EK::FP8, false>},
+    {"v_mfma_f32_32x32x16_fp8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::FP8, EK::BF8, false>},
+    {"v_mfma_f32_32x32x16_bf8_fp8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::BF8, EK::FP8, false>},
+    {"v_mfma_f32_32x32x16_bf8_bf8", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::BF8, EK::BF8, false>},
+    {"v_mfma_f32_16x16x16_bf16", Operands::Def, InstClass::MFMA,
+     mfma<16, 16, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_32x32x8_bf16", Operands::Def, InstClass::MFMA,
+     mfma<32, 8, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_16x16x16_f16", Operands::Def, InstClass::MFMA,
+     mfma<16, 16, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_32x32x8_f16", Operands::Def, InstClass::MFMA,
+     mfma<32, 8, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_16x16x32_bf16", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_32x32x16_bf16", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::BF16, EK::BF16, false>},
+    {"v_mfma_f32_16x16x32_f16", Operands::Def, InstClass::MFMA,
+     mfma<16, 32, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_32x32x16_f16", Operands::Def, InstClass::MFMA,
+     mfma<32, 16, EK::F16, EK::F16, false>},
+    {"v_mfma_f32_16x16x128_f8f6f4", Operands::Def, InstClass::MFMA,
+     mfma<16, 128, EK::FP8, EK::FP8, true>},
+    {"v_mfma_f32_32x32x64_f8f6f4", Operands::Def, InstClass::MFMA,
+     mfma<32, 64, EK::FP8, EK::FP8, true>},
+};
+
 } // namespace
 
-void registerMfmaOps(OpTable &t) {
-  auto add = [&](const char *name, Handler h) {
-    t[name] = {h, InstClass::MFMA};
-  };
-  using EK = ElemKind;
-  add("v_mfma_f32_16x16x32_fp8_fp8", mfma<16, 32, EK::FP8, EK::FP8, false>);
-  add("v_mfma_f32_16x16x32_fp8_bf8", mfma<16, 32, EK::FP8, EK::BF8, false>);
-  add("v_mfma_f32_16x16x32_bf8_fp8", mfma<16, 32, EK::BF8, EK::FP8, false>);
-  add("v_mfma_f32_16x16x32_bf8_bf8", mfma<16, 32, EK::BF8, EK::BF8, false>);
-  add("v_mfma_f32_32x32x16_fp8_fp8", mfma<32, 16, EK::FP8, EK::FP8, false>);
-  add("v_mfma_f32_32x32x16_fp8_bf8", mfma<32, 16, EK::FP8, EK::BF8, false>);
-  add("v_mfma_f32_32x32x16_bf8_fp8", mfma<32, 16, EK::BF8, EK::FP8, false>);
-  add("v_mfma_f32_32x32x16_bf8_bf8", mfma<32, 16, EK::BF8, EK::BF8, false>);
-  add("v_mfma_f32_16x16x16_bf16", mfma<16, 16, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_32x32x8_bf16", mfma<32, 8, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_16x16x16_f16", mfma<16, 16, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_32x32x8_f16", mfma<32, 8, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_16x16x32_bf16", mfma<16, 32, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_32x32x16_bf16", mfma<32, 16, EK::BF16, EK::BF16, false>);
-  add("v_mfma_f32_16x16x32_f16", mfma<16, 32, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_32x32x16_f16", mfma<32, 16, EK::F16, EK::F16, false>);
-  add("v_mfma_f32_16x16x128_f8f6f4", mfma<16, 128, EK::FP8, EK::FP8, true>);
-  add("v_mfma_f32_32x32x64_f8f6f4", mfma<32, 64, EK::FP8, EK::FP8, true>);
-}
+void registerMfmaOps(InstTable &t) { t.add(kMfmaRows); }
 
 } // namespace mlir::mlafp8::emu

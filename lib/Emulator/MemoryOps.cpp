@@ -1,8 +1,6 @@
 //===- MemoryOps.cpp - Global, buffer, scratch, flat and LDS accesses -----===//
 
-#include "Internal.h"
-
-#include "llvm/ADT/StringSwitch.h"
+#include "InstTable.h"
 
 using namespace llvm;
 
@@ -11,18 +9,14 @@ namespace {
 
 using Ctx = ExecContext;
 
-/// How a load/store mnemonic moves data: bytes per lane and where they go.
-struct Access {
-  unsigned bytes = 4;
-  bool signExtend = false;
-  /// 16-bit "d16" forms: write/read one half of the VGPR (hi = upper).
-  bool d16 = false, d16Hi = false;
-};
+using Access = MemAccess;
 
 /// Decodes the access size from the part of the mnemonic after the
 /// load/store/read/write verb ("dwordx4", "ubyte", "short_d16_hi", "b128").
-Access accessOf(StringRef kind) {
+Access accessOf(StringRef kind, bool store) {
   Access a;
+  a.bytes = 4;
+  a.store = store;
   a.d16 = kind.contains("d16");
   a.d16Hi = kind.ends_with("_hi");
   StringRef k = kind.split('_').first;
@@ -85,9 +79,8 @@ void storeFromVgpr(Ctx &c, const Operand &data, unsigned lane, uint8_t *p,
 
 /// global_* and flat_* loads and stores.
 template <bool IsFlat> Error globalAccess(Ctx &c, const Inst &I) {
-  StringRef m = I.mnemonic;
-  bool store = m.contains("_store_");
-  Access a = accessOf(m.split(store ? "_store_" : "_load_").second);
+  const Access &a = I.def->access;
+  bool store = a.store;
   // Loads: vdst, vaddr, saddr; stores: vaddr, vdata, saddr.
   const Operand &vaddr = store ? I.ops[0] : I.ops[1];
   const Operand &vdata = store ? I.ops[1] : I.ops[0];
@@ -119,9 +112,8 @@ template <bool IsFlat> Error globalAccess(Ctx &c, const Inst &I) {
 
 /// scratch_* (architected flat scratch): per-lane private offsets.
 Error scratchAccess(Ctx &c, const Inst &I) {
-  StringRef m = I.mnemonic;
-  bool store = m.contains("_store_");
-  Access a = accessOf(m.split(store ? "_store_" : "_load_").second);
+  const Access &a = I.def->access;
+  bool store = a.store;
   const Operand &vaddr = store ? I.ops[0] : I.ops[1];
   const Operand &vdata = store ? I.ops[1] : I.ops[0];
   const Operand &saddr = I.ops[2];
@@ -150,9 +142,8 @@ Error scratchAccess(Ctx &c, const Inst &I) {
 /// MUBUF loads and stores through a buffer resource (V#), with gfx9 range
 /// checking: out-of-range dwords load 0 and are not stored.
 Error bufferAccess(Ctx &c, const Inst &I) {
-  StringRef m = I.mnemonic;
-  bool store = m.contains("_store_");
-  Access a = accessOf(m.split(store ? "_store_" : "_load_").second);
+  const Access &a = I.def->access;
+  bool store = a.store;
   if (I.lds)
     return c.fail(I, "buffer loads to LDS are not modelled");
   // vdata, vaddr, srsrc, soffset.
@@ -265,7 +256,7 @@ template <typename F> Error globalAtomic(Ctx &c, const Inst &I, F op) {
 
 /// LDS reads/writes of one address per lane.
 Error dsRead(Ctx &c, const Inst &I) {
-  Access a = accessOf(StringRef(I.mnemonic).split("ds_read_").second);
+  const Access &a = I.def->access;
   const Operand &vdst = I.ops[0], &vaddr = I.ops[1];
   uint64_t exec = c.w.getExec();
   for (; exec; exec &= exec - 1) {
@@ -281,7 +272,7 @@ Error dsRead(Ctx &c, const Inst &I) {
 }
 
 Error dsWrite(Ctx &c, const Inst &I) {
-  Access a = accessOf(StringRef(I.mnemonic).split("ds_write_").second);
+  const Access &a = I.def->access;
   const Operand &vaddr = I.ops[0], &vdata = I.ops[1];
   uint64_t exec = c.w.getExec();
   uint8_t tmp[16];
@@ -300,9 +291,8 @@ Error dsWrite(Ctx &c, const Inst &I) {
 
 /// ds_read2/ds_write2 (and st64): two addresses base + offsetN * size.
 Error dsRead2(Ctx &c, const Inst &I) {
-  StringRef m = I.mnemonic;
-  unsigned size = m.ends_with("b64") ? 8 : 4;
-  unsigned scale = size * (m.contains("st64") ? 64 : 1);
+  unsigned size = I.def->access.bytes;
+  unsigned scale = size * (I.def->access.stride64 ? 64 : 1);
   const Operand &vdst = I.ops[0], &vaddr = I.ops[1];
   uint64_t exec = c.w.getExec();
   for (; exec; exec &= exec - 1) {
@@ -323,9 +313,8 @@ Error dsRead2(Ctx &c, const Inst &I) {
 }
 
 Error dsWrite2(Ctx &c, const Inst &I) {
-  StringRef m = I.mnemonic;
-  unsigned size = m.ends_with("b64") ? 8 : 4;
-  unsigned scale = size * (m.contains("st64") ? 64 : 1);
+  unsigned size = I.def->access.bytes;
+  unsigned scale = size * (I.def->access.stride64 ? 64 : 1);
   const Operand &vaddr = I.ops[0];
   uint64_t exec = c.w.getExec();
   for (; exec; exec &= exec - 1) {
@@ -407,7 +396,7 @@ Error dsSwizzle(Ctx &c, const Inst &I) {
 
 /// LDS 32-bit atomics: ds_<op>_u32 vaddr, vdata / ds_<op>_rtn_u32 vdst, ...
 template <typename F> Error dsAtomic(Ctx &c, const Inst &I, F op) {
-  bool rtn = StringRef(I.mnemonic).contains("_rtn_");
+  bool rtn = I.def->access.returnsPrior;
   unsigned o = rtn ? 1 : 0;
   uint64_t exec = c.w.getExec();
   for (; exec; exec &= exec - 1) {
@@ -427,91 +416,143 @@ template <typename F> Error dsAtomic(Ctx &c, const Inst &I, F op) {
   return Error::success();
 }
 
+constexpr Access returningPrior() {
+  Access a;
+  a.returnsPrior = true;
+  return a;
+}
+
+/// ds_read2/ds_write2: `bytes` per address, offsets in elements (or in 64
+/// elements).
+constexpr Access pairAccess(uint8_t bytes, bool store, bool stride64) {
+  Access a;
+  a.bytes = bytes;
+  a.store = store;
+  a.stride64 = stride64;
+  return a;
+}
+
+/// An atomic row: `APPLY` (globalAtomic or dsAtomic) stores the new memory
+/// value from the old one (a), the data (b) and, for the compare forms, the
+/// compare value (d).
+#define MLAFP8_ATOMIC(NAME, CLASS, APPLY, ACCESS, ...)                         \
+  InstDef {                                                                    \
+    NAME, Operands::Def, InstClass::CLASS,                                     \
+        [](Ctx &c, const Inst &I) -> Error {                                   \
+          return APPLY(c, I, [](uint32_t a, uint32_t b, uint32_t d) {          \
+            (void)d;                                                           \
+            return uint32_t(__VA_ARGS__);                                      \
+          });                                                                  \
+        },                                                                     \
+        ACCESS                                                                 \
+  }
+/// A global atomic returns the prior value when printed with sc0.
+#define MLAFP8_GLOBAL_ATOMIC(NAME, ...)                                        \
+  MLAFP8_ATOMIC("global_atomic_" NAME, VMEM, globalAtomic, Access(),           \
+                __VA_ARGS__)
+#define MLAFP8_DS_ATOMIC(NAME, ...)                                            \
+  MLAFP8_ATOMIC("ds_" NAME, LDS, dsAtomic, Access(), __VA_ARGS__)
+/// The _rtn_ LDS atomics write the prior value to their first operand.
+#define MLAFP8_DS_ATOMIC_RTN(NAME, ...)                                        \
+  MLAFP8_ATOMIC("ds_" NAME, LDS, dsAtomic, returningPrior(), __VA_ARGS__)
+
+const InstDef kAtomicRows[] = {
+    MLAFP8_GLOBAL_ATOMIC("add", a + b),
+    MLAFP8_GLOBAL_ATOMIC("sub", a - b),
+    MLAFP8_GLOBAL_ATOMIC("smax", std::max(int32_t(a), int32_t(b))),
+    MLAFP8_GLOBAL_ATOMIC("smin", std::min(int32_t(a), int32_t(b))),
+    MLAFP8_GLOBAL_ATOMIC("umax", std::max(a, b)),
+    MLAFP8_GLOBAL_ATOMIC("umin", std::min(a, b)),
+    MLAFP8_GLOBAL_ATOMIC("and", a &b),
+    MLAFP8_GLOBAL_ATOMIC("or", a | b),
+    MLAFP8_GLOBAL_ATOMIC("xor", a ^ b),
+    MLAFP8_GLOBAL_ATOMIC("swap", b),
+    MLAFP8_GLOBAL_ATOMIC("cmpswap", a == d ? b : a),
+    MLAFP8_GLOBAL_ATOMIC("add_f32", bitsF32(asF32(a) + asF32(b))),
+    MLAFP8_DS_ATOMIC("add_u32", a + b),
+    MLAFP8_DS_ATOMIC_RTN("add_rtn_u32", a + b),
+    MLAFP8_DS_ATOMIC("sub_u32", a - b),
+    MLAFP8_DS_ATOMIC("max_u32", std::max(a, b)),
+    MLAFP8_DS_ATOMIC("min_u32", std::min(a, b)),
+    MLAFP8_DS_ATOMIC("max_i32", std::max(int32_t(a), int32_t(b))),
+    MLAFP8_DS_ATOMIC("min_i32", std::min(int32_t(a), int32_t(b))),
+    MLAFP8_DS_ATOMIC("and_b32", a &b),
+    MLAFP8_DS_ATOMIC("or_b32", a | b),
+    MLAFP8_DS_ATOMIC("xor_b32", a ^ b),
+    MLAFP8_DS_ATOMIC("add_f32", bitsF32(asF32(a) + asF32(b))),
+    MLAFP8_DS_ATOMIC_RTN("add_rtn_f32", bitsF32(asF32(a) + asF32(b))),
+    MLAFP8_DS_ATOMIC_RTN("wrxchg_rtn_b32", b),
+    MLAFP8_DS_ATOMIC("cmpst_b32", a == b ? d : a),
+};
+#undef MLAFP8_DS_ATOMIC_RTN
+#undef MLAFP8_DS_ATOMIC
+#undef MLAFP8_GLOBAL_ATOMIC
+#undef MLAFP8_ATOMIC
+
+const InstDef kLdsRows[] = {
+    {"ds_read2_b32", Operands::Def, InstClass::LDS, dsRead2,
+     pairAccess(4, /*store=*/false, /*stride64=*/false)},
+    {"ds_read2_b64", Operands::Def, InstClass::LDS, dsRead2,
+     pairAccess(8, /*store=*/false, /*stride64=*/false)},
+    {"ds_read2st64_b32", Operands::Def, InstClass::LDS, dsRead2,
+     pairAccess(4, /*store=*/false, /*stride64=*/true)},
+    {"ds_read2st64_b64", Operands::Def, InstClass::LDS, dsRead2,
+     pairAccess(8, /*store=*/false, /*stride64=*/true)},
+    {"ds_write2_b32", Operands::NoDef, InstClass::LDS, dsWrite2,
+     pairAccess(4, /*store=*/true, /*stride64=*/false)},
+    {"ds_write2_b64", Operands::NoDef, InstClass::LDS, dsWrite2,
+     pairAccess(8, /*store=*/true, /*stride64=*/false)},
+    {"ds_write2st64_b32", Operands::NoDef, InstClass::LDS, dsWrite2,
+     pairAccess(4, /*store=*/true, /*stride64=*/true)},
+    {"ds_write2st64_b64", Operands::NoDef, InstClass::LDS, dsWrite2,
+     pairAccess(8, /*store=*/true, /*stride64=*/true)},
+    {"ds_bpermute_b32", Operands::Def, InstClass::LDS, dsBpermute},
+    {"ds_permute_b32", Operands::Def, InstClass::LDS, dsPermute},
+    {"ds_swizzle_b32", Operands::Def, InstClass::LDS, dsSwizzle},
+};
+
 } // namespace
 
-void registerMemoryOps(OpTable &t) {
+void registerMemoryOps(InstTable &t) {
+  // The loads and stores of every width: one handler per address space; the
+  // row says what the instruction moves.
   for (const char *k :
        {"dword", "dwordx2", "dwordx3", "dwordx4", "ubyte", "sbyte", "ushort",
         "sshort", "short_d16", "short_d16_hi", "ubyte_d16", "ubyte_d16_hi",
         "sbyte_d16", "sbyte_d16_hi"}) {
-    t[(Twine("global_load_") + k).str()] = {globalAccess<false>,
-                                            InstClass::VMEM};
-    t[(Twine("flat_load_") + k).str()] = {globalAccess<true>, InstClass::VMEM};
-    t[(Twine("scratch_load_") + k).str()] = {scratchAccess, InstClass::VMEM};
-    t[(Twine("buffer_load_") + k).str()] = {bufferAccess, InstClass::VMEM};
+    Access load = accessOf(k, /*store=*/false);
+    t.add({(Twine("global_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           globalAccess<false>, load});
+    t.add({(Twine("flat_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           globalAccess<true>, load});
+    t.add({(Twine("scratch_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           scratchAccess, load});
+    t.add({(Twine("buffer_load_") + k).str(), Operands::Def, InstClass::VMEM,
+           bufferAccess, load});
   }
   for (const char *k : {"dword", "dwordx2", "dwordx3", "dwordx4", "byte",
                         "short", "byte_d16_hi", "short_d16_hi"}) {
-    t[(Twine("global_store_") + k).str()] = {globalAccess<false>,
-                                             InstClass::VMEM};
-    t[(Twine("flat_store_") + k).str()] = {globalAccess<true>, InstClass::VMEM};
-    t[(Twine("scratch_store_") + k).str()] = {scratchAccess, InstClass::VMEM};
-    t[(Twine("buffer_store_") + k).str()] = {bufferAccess, InstClass::VMEM};
+    Access store = accessOf(k, /*store=*/true);
+    t.add({(Twine("global_store_") + k).str(), Operands::NoDef, InstClass::VMEM,
+           globalAccess<false>, store});
+    t.add({(Twine("flat_store_") + k).str(), Operands::NoDef, InstClass::VMEM,
+           globalAccess<true>, store});
+    t.add({(Twine("scratch_store_") + k).str(), Operands::NoDef,
+           InstClass::VMEM, scratchAccess, store});
+    t.add({(Twine("buffer_store_") + k).str(), Operands::NoDef, InstClass::VMEM,
+           bufferAccess, store});
   }
-#define ATOMIC(NAME, ...)                                                      \
-  t["global_atomic_" NAME] = {                                                 \
-      [](Ctx &c, const Inst &I) -> Error {                                     \
-        return globalAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {     \
-          (void)d;                                                             \
-          return uint32_t(__VA_ARGS__);                                        \
-        });                                                                    \
-      },                                                                       \
-      InstClass::VMEM}
-  ATOMIC("add", a + b);
-  ATOMIC("sub", a - b);
-  ATOMIC("smax", std::max(int32_t(a), int32_t(b)));
-  ATOMIC("smin", std::min(int32_t(a), int32_t(b)));
-  ATOMIC("umax", std::max(a, b));
-  ATOMIC("umin", std::min(a, b));
-  ATOMIC("and", a & b);
-  ATOMIC("or", a | b);
-  ATOMIC("xor", a ^ b);
-  ATOMIC("swap", b);
-  ATOMIC("cmpswap", a == d ? b : a);
-  ATOMIC("add_f32", bitsF32(asF32(a) + asF32(b)));
-#undef ATOMIC
-
   for (const char *k :
        {"b32", "b64", "b96", "b128", "u8", "i8", "u16", "i16", "u8_d16",
         "u8_d16_hi", "i8_d16", "i8_d16_hi", "u16_d16", "u16_d16_hi"})
-    t[(Twine("ds_read_") + k).str()] = {dsRead, InstClass::LDS};
+    t.add({(Twine("ds_read_") + k).str(), Operands::Def, InstClass::LDS, dsRead,
+           accessOf(k, /*store=*/false)});
   for (const char *k :
        {"b8", "b16", "b32", "b64", "b96", "b128", "b8_d16_hi", "b16_d16_hi"})
-    t[(Twine("ds_write_") + k).str()] = {dsWrite, InstClass::LDS};
-  for (const char *k :
-       {"ds_read2_b32", "ds_read2_b64", "ds_read2st64_b32", "ds_read2st64_b64"})
-    t[k] = {dsRead2, InstClass::LDS};
-  for (const char *k : {"ds_write2_b32", "ds_write2_b64", "ds_write2st64_b32",
-                        "ds_write2st64_b64"})
-    t[k] = {dsWrite2, InstClass::LDS};
-  t["ds_bpermute_b32"] = {dsBpermute, InstClass::LDS};
-  t["ds_permute_b32"] = {dsPermute, InstClass::LDS};
-  t["ds_swizzle_b32"] = {dsSwizzle, InstClass::LDS};
-#define DSATOMIC(NAME, ...)                                                    \
-  {                                                                            \
-    Handler h = [](Ctx &c, const Inst &I) -> Error {                           \
-      return dsAtomic(c, I, [](uint32_t a, uint32_t b, uint32_t d) {           \
-        (void)d;                                                               \
-        return uint32_t(__VA_ARGS__);                                          \
-      });                                                                      \
-    };                                                                         \
-    t["ds_" NAME] = {h, InstClass::LDS};                                       \
-  }
-  DSATOMIC("add_u32", a + b);
-  DSATOMIC("add_rtn_u32", a + b);
-  DSATOMIC("sub_u32", a - b);
-  DSATOMIC("max_u32", std::max(a, b));
-  DSATOMIC("min_u32", std::min(a, b));
-  DSATOMIC("max_i32", std::max(int32_t(a), int32_t(b)));
-  DSATOMIC("min_i32", std::min(int32_t(a), int32_t(b)));
-  DSATOMIC("and_b32", a & b);
-  DSATOMIC("or_b32", a | b);
-  DSATOMIC("xor_b32", a ^ b);
-  DSATOMIC("add_f32", bitsF32(asF32(a) + asF32(b)));
-  DSATOMIC("add_rtn_f32", bitsF32(asF32(a) + asF32(b)));
-  DSATOMIC("wrxchg_rtn_b32", b);
-  DSATOMIC("cmpst_b32", a == b ? d : a);
-#undef DSATOMIC
+    t.add({(Twine("ds_write_") + k).str(), Operands::NoDef, InstClass::LDS,
+           dsWrite, accessOf(k, /*store=*/true)});
+  t.add(kLdsRows);
+  t.add(kAtomicRows);
 }
 
 } // namespace mlir::mlafp8::emu

@@ -349,14 +349,12 @@ int main(int argc, char **argv) {
     // bf16 activations and a per-tensor descale, and give bf16.
     runtime::KernelEntry peer;
     peer.symbol = kernel;
-    peer.chip = getChipName(co->getChip());
+    peer.chip = co->getChip().name.str();
     peer.n = nOpt;
     peer.k = kOpt;
     peer.groupSize = groupOpt;
     peer.inType = peer.outType = "bf16";
-    peer.fp8Type =
-        getFP8FormatName(co->getChip() == Chip::GFX942 ? FP8Format::E4M3FNUZ
-                                                       : FP8Format::E4M3FN);
+    peer.fp8Type = co->getChip().fp8E4M3TypeName.str();
     peer.weightScale = kernel_abi::WeightScaleMode::PerTensor;
     runtime::TritonPeerLaunch launch;
     unsigned &tm = launch.tileM, &tn = launch.tileN;
@@ -465,7 +463,7 @@ int main(int argc, char **argv) {
           .count();
   if (!stats)
     die(toString(stats.takeError()));
-  outs() << "kernel " << kernel << " (" << getChipName(co->getChip())
+  outs() << "kernel " << kernel << " (" << co->getChip().name
          << ") completed\n";
   printStats(*stats);
   return 0;

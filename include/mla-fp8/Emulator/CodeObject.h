@@ -1,12 +1,16 @@
 //===- CodeObject.h - AMDGPU code objects for the emulator ------*- C++ -*-===//
 //
 // Loads an HSACO (AMDGPU ELF code object): kernels by symbol, their 64-byte
-// kernel descriptors and the MessagePack metadata note.
+// kernel descriptors and the MessagePack metadata note, read through the
+// checked reader of mla-fp8/CodeObject. The chip is a row of the one chip
+// table (mla-fp8/Hardware/Chip.h).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef MLA_FP8_EMULATOR_CODEOBJECT_H
 #define MLA_FP8_EMULATOR_CODEOBJECT_H
+
+#include "mla-fp8/Hardware/Chip.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -20,12 +24,6 @@
 #include <vector>
 
 namespace mlir::mlafp8::emu {
-
-/// The chips the emulator models.
-enum class Chip : uint8_t { GFX942, GFX950 };
-
-/// "gfx942" or "gfx950".
-const char *getChipName(Chip chip);
 
 /// The 64-byte kernel descriptor (`<kernel>.kd`), decoded field by field.
 struct KernelDescriptor {
@@ -114,10 +112,11 @@ public:
   /// descriptor is `descriptor` (its entry offset is ignored): lets unit tests
   /// run instructions assembled without a linker.
   static std::unique_ptr<CodeObject>
-  fromRawCode(llvm::ArrayRef<uint8_t> code, Chip chip, llvm::StringRef name,
-              const KernelDescriptor &descriptor);
+  fromRawCode(llvm::ArrayRef<uint8_t> code, const ChipInfo &chip,
+              llvm::StringRef name, const KernelDescriptor &descriptor);
 
-  Chip getChip() const { return chip; }
+  /// The chip the code object was compiled for.
+  const ChipInfo &getChip() const { return *chip; }
   const std::vector<KernelInfo> &getKernels() const { return kernels; }
 
   /// The kernel named `name` (with or without the ".kd" suffix).
@@ -127,7 +126,7 @@ public:
   llvm::ArrayRef<uint8_t> getImage() const { return image; }
 
 private:
-  Chip chip = Chip::GFX942;
+  const ChipInfo *chip = nullptr;
   std::vector<uint8_t> image;
   std::vector<KernelInfo> kernels;
 };

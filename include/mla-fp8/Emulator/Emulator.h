@@ -1,8 +1,10 @@
 //===- Emulator.h - Functional gfx9 wave64 emulator -------------*- C++ -*-===//
 //
-// Runs the kernels of AMDGPU code objects (gfx942, gfx950) on the CPU: the
-// instructions are decoded with LLVM's AMDGPU disassembler and executed one
-// wave at a time, the waves of a workgroup taking turns between barriers.
+// Runs the kernels of AMDGPU code objects on the CPU, for the chips of the chip
+// table (mla-fp8/Hardware/Chip.h): the instructions are decoded with LLVM's
+// AMDGPU disassembler, looked up in the emulator's instruction table (one row
+// per mnemonic, lib/Emulator/InstTable.h) and executed one wave at a time,
+// the waves of a workgroup taking turns between barriers.
 // Every memory access is checked; anything the emulator does not model stops
 // the dispatch with an error naming it.
 //

@@ -100,10 +100,12 @@ Expected<std::vector<uint8_t>> assemble(const std::string &source,
 
 Expected<RunResult> runAsm(const std::string &source,
                            std::function<void(WaveState &)> setup,
-                           DeviceMemory *memory, Chip chip, unsigned workItems,
-                           uint32_t ldsBytes) {
-  auto code = assemble(".text\n" + source + "\ns_endpgm\n",
-                       chip == Chip::GFX942 ? "gfx942" : "gfx950");
+                           DeviceMemory *memory, StringRef chipName,
+                           unsigned workItems, uint32_t ldsBytes) {
+  const ChipInfo *chip = lookupChip(chipName);
+  if (!chip)
+    return createStringError(describeUnsupportedChip(chipName));
+  auto code = assemble(".text\n" + source + "\ns_endpgm\n", chip->name.str());
   if (!code)
     return code.takeError();
   KernelDescriptor kd;
@@ -112,7 +114,7 @@ Expected<RunResult> runAsm(const std::string &source,
   kd.groupSegmentFixedSize = ldsBytes;
   kd.privateSegmentFixedSize = 64;
   std::shared_ptr<const CodeObject> co(
-      CodeObject::fromRawCode(*code, chip, "test", kd));
+      CodeObject::fromRawCode(*code, *chip, "test", kd));
   auto emu = Emulator::create(co);
   if (!emu)
     return emu.takeError();

@@ -26,12 +26,13 @@ struct RunResult {
 };
 
 /// Assembles `source` (s_endpgm appended), runs it as one workgroup of
-/// `workItems` lanes on `chip` with `ldsBytes` of LDS; `setup` seeds each
+/// `workItems` lanes on `chip` (a chip table name) with `ldsBytes` of LDS;
+/// `setup` seeds each
 /// wave's registers. v0 holds the work-item id; MODE has IEEE = 1 and
 /// denormals kept, like LLVM's kernels.
 llvm::Expected<RunResult>
 runAsm(const std::string &source, std::function<void(WaveState &)> setup = {},
-       DeviceMemory *memory = nullptr, Chip chip = Chip::GFX942,
+       DeviceMemory *memory = nullptr, llvm::StringRef chip = "gfx942",
        unsigned workItems = 64, uint32_t ldsBytes = 0);
 
 } // namespace mlir::mlafp8::emu::test

@@ -5,6 +5,8 @@
 
 #include "mla-fp8/Emulator/Emulator.h"
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include "gtest/gtest.h"
 
 using namespace mlir::mlafp8::emu;
@@ -16,7 +18,7 @@ TEST(Loader, PeerKernelDescriptorAndMetadata) {
   auto co = CodeObject::fromFile(
       peerDir + "/triton_gfx942_N512_K128_BM16_BN128_w8.hsaco");
   ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
-  EXPECT_EQ((*co)->getChip(), Chip::GFX942);
+  EXPECT_EQ((*co)->getChip().name, "gfx942");
   auto k = (*co)->getKernel("prequant_bmm");
   ASSERT_TRUE(bool(k)) << llvm::toString(k.takeError());
   // Values read with llvm-readelf / llvm-objdump -s -j .rodata.
@@ -57,6 +59,35 @@ TEST(Loader, Errors) {
             std::string::npos);
 }
 
+TEST(Loader, ChipComesFromTheChipTable) {
+  MLAFP8_PEER_KERNELS_DIR_OR_SKIP(peerDir);
+  auto bytes = llvm::MemoryBuffer::getFile(
+      peerDir + "/triton_gfx942_N512_K128_BM16_BN128_w8.hsaco");
+  ASSERT_TRUE(bool(bytes));
+  std::vector<uint8_t> elf((*bytes)->getBufferStart(),
+                           (*bytes)->getBufferEnd());
+  // e_flags (offset 48): the low byte is the EF_AMDGPU_MACH of the chip.
+  const unsigned kFlagsOffset = 48;
+  for (const mlir::mlafp8::ChipInfo &chip : mlir::mlafp8::getSupportedChips()) {
+    elf[kFlagsOffset] = uint8_t(chip.elfMach);
+    auto co = CodeObject::fromBytes(elf);
+    ASSERT_TRUE(bool(co)) << llvm::toString(co.takeError());
+    EXPECT_EQ(&(*co)->getChip(), &chip);
+  }
+  // gfx90a is no row of the table: the error lists the rows.
+  elf[kFlagsOffset] = 0x3f;
+  auto co = CodeObject::fromBytes(elf);
+  ASSERT_FALSE(bool(co));
+  std::string message = llvm::toString(co.takeError());
+  EXPECT_EQ(message.rfind("unsupported AMDGPU target (e_flags mach 0x3f); "
+                          "the emulator models ",
+                          0),
+            0u)
+      << message;
+  for (const mlir::mlafp8::ChipInfo &chip : mlir::mlafp8::getSupportedChips())
+    EXPECT_NE(message.find(chip.name.str()), std::string::npos) << message;
+}
+
 TEST(Loader, InitialStateFollowsDescriptor) {
   // dispatch ptr (s[0:1]), kernarg ptr (s[2:3]), then workgroup ids x, y, z
   // at s4..s6; work-item ids packed in v0.
@@ -65,8 +96,8 @@ TEST(Loader, InitialStateFollowsDescriptor) {
   KernelDescriptor kd;
   kd.kernelCodeProperties = (1 << 1) | (1 << 3);
   kd.computePgmRsrc2 = (4 << 1) | (1 << 7) | (1 << 8) | (1 << 9) | (2 << 11);
-  std::shared_ptr<const CodeObject> co(
-      CodeObject::fromRawCode(*code, Chip::GFX942, "k", kd));
+  std::shared_ptr<const CodeObject> co(CodeObject::fromRawCode(
+      *code, *mlir::mlafp8::lookupChip("gfx942"), "k", kd));
   auto emu = Emulator::create(co);
   ASSERT_TRUE(bool(emu));
   DeviceMemory mem;

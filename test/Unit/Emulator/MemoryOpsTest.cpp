@@ -161,7 +161,7 @@ TEST(MemoryOps, LdsWidthsAndPairs) {
           w.v(22, l) = 0x1234;
         }
       },
-      nullptr, Chip::GFX942, 64, 2048);
+      nullptr, "gfx942", 64, 2048);
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   EXPECT_EQ(w.v(8, 5), 22u);
@@ -180,7 +180,7 @@ TEST(MemoryOps, LdsWidthsAndPairs) {
 
 TEST(MemoryOps, LdsOutOfBounds) {
   auto r = runAsm("v_lshlrev_b32_e32 v1, 4, v0\n ds_read_b128 v[4:7], v1\n", {},
-                  nullptr, Chip::GFX942, 64, 1000);
+                  nullptr, "gfx942", 64, 1000);
   ASSERT_FALSE(bool(r));
   std::string msg = llvm::toString(r.takeError());
   EXPECT_NE(msg.find("out-of-bounds LDS load of 16 bytes at 992"),
@@ -201,7 +201,7 @@ TEST(MemoryOps, PermutesAndSwizzle) {
                   "s_mov_b64 exec, 0xfffffffffffffffe\n"
                   "ds_bpermute_b32 v8, v2, v1\n"
                   "s_mov_b64 exec, -1\n",
-                  {}, nullptr, Chip::GFX942, 64, 64);
+                  {}, nullptr, "gfx942", 64, 64);
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   EXPECT_EQ(w.v(3, 0), 630u); // reads lane 63
@@ -219,7 +219,7 @@ TEST(MemoryOps, LdsAtomicsAndBarrierAcrossWaves) {
                   "ds_write_b32 v1, v1\n s_waitcnt lgkmcnt(0)\n s_barrier\n"
                   "ds_add_u32 v1, v2\n s_waitcnt lgkmcnt(0)\n s_barrier\n"
                   "ds_read_b32 v3, v1\n",
-                  {}, nullptr, Chip::GFX942, 256, 16);
+                  {}, nullptr, "gfx942", 256, 16);
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   ASSERT_EQ(r->waves.size(), 4u);
   for (const WaveState &w : r->waves)

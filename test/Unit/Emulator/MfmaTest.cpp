@@ -43,9 +43,9 @@ uint32_t getD(const WaveState &w, unsigned base, unsigned m, unsigned i,
   return w.v(base + 4 * (i / 8) + i % 4, j + 32 * ((i % 8) / 4));
 }
 
-void checkFp8(Chip chip, unsigned m, unsigned kk, const std::string &asmText) {
-  FP8Format fmt =
-      chip == Chip::GFX942 ? FP8Format::E4M3FNUZ : FP8Format::E4M3FN;
+void checkFp8(llvm::StringRef chip, unsigned m, unsigned kk,
+              const std::string &asmText) {
+  FP8Format fmt = *parseFP8Format(lookupChip(chip)->fp8E4M3TypeName);
   auto r = runAsm(
       asmText,
       [&](WaveState &w) {
@@ -72,19 +72,19 @@ void checkFp8(Chip chip, unsigned m, unsigned kk, const std::string &asmText) {
 }
 
 TEST(Mfma, Fp8_16x16x32_Gfx942) {
-  checkFp8(Chip::GFX942, 16, 32,
+  checkFp8("gfx942", 16, 32,
            "v_mfma_f32_16x16x32_fp8_fp8 v[32:35], v[0:1], v[2:3], v[16:19]\n"
            "s_nop 7\n s_nop 7\n");
 }
 
 TEST(Mfma, Fp8_32x32x16_Gfx942) {
-  checkFp8(Chip::GFX942, 32, 16,
+  checkFp8("gfx942", 32, 16,
            "v_mfma_f32_32x32x16_fp8_fp8 v[32:47], v[0:1], v[2:3], v[16:31]\n"
            "s_nop 7\n s_nop 7\n");
 }
 
 TEST(Mfma, Fp8_16x16x32_Gfx950Ocp) {
-  checkFp8(Chip::GFX950, 16, 32,
+  checkFp8("gfx950", 16, 32,
            "v_mfma_f32_16x16x32_fp8_fp8 v[32:35], v[0:1], v[2:3], v[16:19]\n"
            "s_nop 7\n s_nop 7\n");
 }
@@ -171,7 +171,7 @@ TEST(Mfma, Gfx950F8f6f4Layout) {
         uint32_t &d = w.v(t / 4, lane);
         d = (d & ~(0xffu << (8 * (t % 4)))) | (0x40u << (8 * (t % 4)));
       },
-      nullptr, Chip::GFX950);
+      nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   EXPECT_EQ(asf(getD(r->waves[0], 32, 16, 3, 5)), 129.0f);
   EXPECT_EQ(asf(getD(r->waves[0], 32, 16, 4, 5)), 128.0f);

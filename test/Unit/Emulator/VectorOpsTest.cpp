@@ -229,7 +229,7 @@ TEST(VectorOps, IeeeMaximumMinimum3) {
         w.v(0, 2) = f(-0.0f);
         w.v(1, 2) = f(-0.0f);
       },
-      /*memory=*/nullptr, Chip::GFX950);
+      /*memory=*/nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves.at(0);
   EXPECT_EQ(asf(w.v(3, 0)), 5.0f);
@@ -267,6 +267,48 @@ TEST(VectorOps, DppRowShiftsMasksAndInPlace) {
   EXPECT_EQ(w.v(5, 18), 29u + 18u);
   EXPECT_EQ(w.v(6, 20), 15u); // row 1 gets lane 15
   EXPECT_EQ(w.v(6, 60), 47u);
+}
+
+// Every named DPP control, through the whole chain: LLVM assembles it, the
+// disassembler prints it, the emulator encodes the printed name and selects
+// lanes by it. Lane l holds 100 + l; with bound_ctrl a lane without a source
+// reads 0.
+TEST(VectorOps, DppEveryNamedControl) {
+  struct Control {
+    const char *syntax;
+    /// The lane that `lane` reads, or -1 for none.
+    int (*source)(int lane);
+  };
+  const Control controls[] = {
+      {"quad_perm:[3,2,1,0]", [](int l) { return (l & ~3) | (3 - (l & 3)); }},
+      {"row_shl:3", [](int l) { return (l & 15) + 3 < 16 ? l + 3 : -1; }},
+      {"row_shr:5", [](int l) { return (l & 15) >= 5 ? l - 5 : -1; }},
+      {"row_ror:4", [](int l) { return (l & ~15) | ((l - 4) & 15); }},
+      {"wave_shl:1", [](int l) { return l < 63 ? l + 1 : -1; }},
+      {"wave_rol:1", [](int l) { return (l + 1) % 64; }},
+      {"wave_shr:1", [](int l) { return l > 0 ? l - 1 : -1; }},
+      {"wave_ror:1", [](int l) { return (l + 63) % 64; }},
+      {"row_mirror", [](int l) { return (l & ~15) | (15 - (l & 15)); }},
+      {"row_half_mirror", [](int l) { return (l & ~7) | (7 - (l & 7)); }},
+      {"row_bcast:15", [](int l) { return l >= 16 ? (l & ~15) - 1 : -1; }},
+      {"row_bcast:31", [](int l) { return l >= 32 ? 31 : -1; }},
+      {"row_newbcast:6", [](int l) { return (l & ~15) | 6; }},
+  };
+  std::string source = "v_add_u32_e32 v1, 100, v0\n";
+  unsigned reg = 2;
+  for (const Control &c : controls)
+    source += "v_mov_b32_dpp v" + std::to_string(reg++) + ", v1 " + c.syntax +
+              " row_mask:0xf bank_mask:0xf bound_ctrl:1\n";
+  WaveState w = run1(source);
+  reg = 2;
+  for (const Control &c : controls) {
+    for (int lane = 0; lane < 64; ++lane) {
+      int from = c.source(lane);
+      EXPECT_EQ(w.v(reg, lane), from < 0 ? 0u : 100u + unsigned(from))
+          << c.syntax << " lane " << lane;
+    }
+    ++reg;
+  }
 }
 
 TEST(VectorOps, SdwaSelects) {
@@ -355,7 +397,7 @@ TEST(VectorOps, Gfx950ConversionsAreOcp) {
           w.v(6, l) = 0;
         }
       },
-      nullptr, Chip::GFX950);
+      nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   // e4m3fn: 1.0 = 0x38, -0.5 = 0xb0.
@@ -385,7 +427,7 @@ TEST(VectorOps, Gfx950Bitop3) {
           w.v(2, l) = 0xccccccccu;
         }
       },
-      nullptr, Chip::GFX950);
+      nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   EXPECT_EQ(w.v(3, 0), 0xff00ff00u);
@@ -406,7 +448,7 @@ TEST(VectorOps, Gfx950PermlaneSwaps) {
                   "v_mov_b32_e32 v3, v0\n"
                   "v_add_u32_e32 v4, 100, v0\n"
                   "v_permlane32_swap_b32 v3, v4\n",
-                  {}, nullptr, Chip::GFX950);
+                  {}, nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
   EXPECT_EQ(w.v(1, 3), 3u);    // row 0 of vdst kept
