@@ -163,15 +163,8 @@ static void queryKernels(const LoadedBundle &bundle) {
           (void)kernel.checkLaunch(m, b);
         }
         KernelQuery query;
-        query.chip = kernel.chip;
-        query.n = kernel.n;
-        query.k = kernel.k;
+        static_cast<kernel_abi::KernelDescription &>(query) = kernel;
         query.m = m;
-        query.outType = kernel.outType;
-        query.wScale = kernel.wScale;
-        query.groupSize = kernel.groupSize;
-        query.inType = kernel.inType;
-        query.hasBias = kernel.hasBias;
         (void)bundle.findKernel(query);
       }
       for (const KernelArg &arg : kernel.args)

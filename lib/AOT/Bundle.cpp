@@ -3,6 +3,7 @@
 #include "mla-fp8/AOT/Bundle.h"
 
 #include "mla-fp8/ABI/KernelABI.h"
+#include "mla-fp8/AOT/Cache.h"
 #include "mla-fp8/AOT/Compile.h"
 #include "mla-fp8/AOT/Manifest.h"
 #include "mla-fp8/Target/Chip.h"
@@ -12,23 +13,15 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
-#include "llvm/Config/llvm-config.h"
 #include "llvm/Linker/Linker.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/Path.h"
-#include "llvm/Support/Process.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cerrno>
-#include <dlfcn.h>
 #include <mutex>
-#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -49,41 +42,6 @@ std::string mlir::mlafp8::sha256Hex(llvm::StringRef data) {
 
 llvm::StringRef mlir::mlafp8::getCompilerVersion() {
   return MLAFP8_VERSION_STRING;
-}
-
-const std::string &mlir::mlafp8::getCompilerFingerprint() {
-  static const std::string fingerprint = [] {
-    std::string id = llvm::formatv("mla-fp8 {0}; LLVM {1}",
-                                   MLAFP8_VERSION_STRING, LLVM_VERSION_STRING)
-                         .str();
-    // The binary (executable or shared library) that holds this function: a
-    // rebuilt compiler hashes differently even at the same version.
-    Dl_info info;
-    if (dladdr(reinterpret_cast<void *>(&getCompilerFingerprint), &info) &&
-        info.dli_fname) {
-      auto buffer = llvm::MemoryBuffer::getFile(info.dli_fname);
-      if (buffer)
-        id += "; binary " + sha256Hex((*buffer)->getBuffer());
-    }
-    return id;
-  }();
-  return fingerprint;
-}
-
-std::string
-mlir::mlafp8::computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
-                                  llvm::StringRef chip) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "fingerprint=" << getCompilerFingerprint() << "\nchip=" << chip << "\n";
-  for (const KernelGroupSpec &g : groups)
-    if (g.chip == chip)
-      os << "group=" << g.getBaseName() << " n=" << g.shape.n
-         << " k=" << g.shape.k << " g=" << g.groupSize << " fp8=" << g.fp8Type
-         << " in=" << g.inType << " out=" << g.outType
-         << " ws=" << static_cast<int>(g.weightScale) << " maxm=" << g.maxM
-         << " bias=" << g.hasBias << "\n";
-  return sha256Hex(text);
 }
 
 /// Fills each kernel's metadata and instruction statistics from the code
@@ -117,23 +75,15 @@ planChipKernels(const std::vector<KernelGroupSpec> &groups,
                 llvm::StringRef chip) {
   std::vector<BundleKernel> kernels;
   for (const KernelGroupSpec &g : groups) {
-    if (g.chip != chip)
+    if (g.kernel.chip != chip)
       continue;
     llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(g);
     if (!tiles)
       return tiles.takeError();
-    kernel_abi::KernelNameFields name;
-    name.n = g.shape.n;
-    name.k = g.shape.k;
-    name.groupSize = g.groupSize;
-    name.outType = g.outType;
-    name.perBatchScale = g.weightScale == WeightScale::PerBatch;
-    name.hasBias = g.hasBias;
-    name.chip = chip.str();
     for (const TileConfig &tile : *tiles) {
-      name.minM = tile.minM;
-      name.maxM = tile.maxM;
-      kernels.push_back({kernel_abi::getKernelSymbol(name), g, tile, {}, {}});
+      std::string symbol = kernel_abi::getKernelSymbol(
+          kernel_abi::getNameFields(g.kernel, tile.minM, tile.maxM));
+      kernels.push_back({symbol, g, tile, {}, {}});
     }
   }
   return kernels;
@@ -152,125 +102,6 @@ static std::string renderCacheIndex(const std::vector<BundleKernel> &kernels) {
   return text;
 }
 
-/// A cache entry is one file, replaced by one rename:
-///   "mla-fp8 cache entry 1\n" "sha256 <hex of the rest>\n"
-///   "index <bytes>\n" "object <bytes>\n" <index> <code object>
-static constexpr llvm::StringLiteral kCacheMagic = "mla-fp8 cache entry 1\n";
-
-/// The largest cache entry read back; code objects are a few MiB.
-static constexpr uint64_t kMaxCacheEntryBytes = 1u << 30;
-
-static std::string getCacheEntryPath(llvm::StringRef cacheDir,
-                                     llvm::StringRef key) {
-  llvm::SmallString<256> path(cacheDir);
-  llvm::sys::path::append(path, key + ".entry");
-  return std::string(path);
-}
-
-static std::string renderCacheEntry(llvm::StringRef index,
-                                    llvm::StringRef object) {
-  std::string payload =
-      llvm::formatv("index {0}\nobject {1}\n", index.size(), object.size())
-          .str();
-  payload += index;
-  payload += object;
-  return (kCacheMagic + "sha256 " + sha256Hex(payload) + "\n" + payload).str();
-}
-
-/// Splits a cache entry into its index and object after checking its
-/// checksum and lengths; the error says what is wrong.
-static llvm::Error parseCacheEntry(llvm::StringRef entry,
-                                   llvm::StringRef &index,
-                                   llvm::StringRef &object) {
-  if (!entry.consume_front(kCacheMagic))
-    return makeError("bad header");
-  if (!entry.consume_front("sha256 ") || entry.size() < 65 || entry[64] != '\n')
-    return makeError("no checksum");
-  llvm::StringRef checksum = entry.take_front(64);
-  llvm::StringRef payload = entry.drop_front(65);
-  if (sha256Hex(payload) != checksum)
-    return makeError("checksum mismatch");
-  uint64_t indexBytes, objectBytes;
-  auto [indexLine, rest] = payload.split('\n');
-  auto [objectLine, data] = rest.split('\n');
-  if (!indexLine.consume_front("index ") ||
-      indexLine.getAsInteger(10, indexBytes) ||
-      !objectLine.consume_front("object ") ||
-      objectLine.getAsInteger(10, objectBytes) || indexBytes > data.size() ||
-      objectBytes != data.size() - indexBytes)
-    return makeError("bad lengths");
-  index = data.take_front(indexBytes);
-  object = data.drop_front(indexBytes);
-  return llvm::Error::success();
-}
-
-/// Reads a chip bundle from the cache; nullopt when absent. A damaged or
-/// unreadable entry is removed, reported through `warn` and not used.
-static std::optional<ChipBundle>
-readCachedChipBundle(const std::vector<KernelGroupSpec> &groups,
-                     llvm::StringRef chip, llvm::StringRef cacheDir,
-                     const std::string &key,
-                     const std::function<void(llvm::StringRef)> &warn) {
-  std::string path = getCacheEntryPath(cacheDir, key);
-  if (!llvm::sys::fs::exists(path))
-    return std::nullopt;
-  auto discard = [&](const llvm::Twine &why) -> std::optional<ChipBundle> {
-    // unlink, not sys::fs::remove, which refuses FIFOs and devices.
-    std::string removal = "removed it";
-    if (::unlink(path.c_str()) < 0 && errno != ENOENT)
-      removal = "cannot remove it (" +
-                std::error_code(errno, std::generic_category()).message() + ")";
-    if (warn)
-      warn(("cache entry '" + path + "' is unusable (" + why + "); " + removal +
-            ", compiling " + chip + " instead")
-               .str());
-    return std::nullopt;
-  };
-  llvm::Expected<std::string> data = readRegularFile(path, kMaxCacheEntryBytes);
-  if (!data)
-    return discard(llvm::toString(data.takeError()));
-  llvm::StringRef index, object;
-  if (llvm::Error err = parseCacheEntry(*data, index, object))
-    return discard(llvm::toString(std::move(err)));
-  // The checksum proves the entry is what some run wrote; the kernel list
-  // must also be the one these groups ask for.
-  llvm::Expected<std::vector<BundleKernel>> planned =
-      planChipKernels(groups, chip);
-  if (!planned)
-    return discard(llvm::toString(planned.takeError()));
-  if (index != renderCacheIndex(*planned))
-    return discard("its kernel list differs from the tile table's");
-  ChipBundle bundle;
-  bundle.chip = chip.str();
-  bundle.codeObject = object.str();
-  bundle.cacheKey = key;
-  bundle.fromCache = true;
-  bundle.kernels = std::move(*planned);
-  if (llvm::Error err = describeKernels(bundle))
-    return discard(llvm::toString(std::move(err)));
-  return bundle;
-}
-
-static llvm::Error writeCachedChipBundle(const ChipBundle &bundle,
-                                         llvm::StringRef cacheDir) {
-  if (std::error_code ec = llvm::sys::fs::create_directories(cacheDir))
-    return makeError("cannot create '" + cacheDir + "': " + ec.message());
-  return writeFileAtomically(
-      getCacheEntryPath(cacheDir, bundle.cacheKey),
-      renderCacheEntry(renderCacheIndex(bundle.kernels), bundle.codeObject));
-}
-
-/// What decides a group's code. Groups alike in all of it (K-up and V-up
-/// when kv_lora_rank == qk_nope_head_dim == v_head_dim) define the same
-/// kernels, so only the first of them is compiled.
-static std::string getCodeIdentity(const KernelGroupSpec &g) {
-  return llvm::formatv("n{0} k{1} g{2} {3} {4} {5} {6} ws{7} bias{8} maxm{9}",
-                       g.shape.n, g.shape.k, g.groupSize, g.chip, g.inType,
-                       g.fp8Type, g.outType, static_cast<int>(g.weightScale),
-                       g.hasBias, g.maxM)
-      .str();
-}
-
 llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
     const std::vector<KernelGroupSpec> &groups, llvm::StringRef chipName,
     const BundleOptions &options, const BundleStepCallback &onStep,
@@ -278,34 +109,51 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   const ChipInfo *chip = lookupChip(chipName);
   if (!chip)
     return makeError(describeUnsupportedChip(chipName));
+  std::vector<const KernelGroupSpec *> chipGroups;
+  for (const KernelGroupSpec &group : groups)
+    if (group.kernel.chip == chipName)
+      chipGroups.push_back(&group);
+  // The kernels the tile table gives: what a cache entry must list and what
+  // the compilation must define.
+  llvm::Expected<std::vector<BundleKernel>> planned =
+      planChipKernels(groups, chipName);
+  if (!planned)
+    return planned.takeError();
+  std::string index = renderCacheIndex(*planned);
   std::string key = computeChipCacheKey(groups, chipName);
   if (!options.cacheDir.empty())
-    if (std::optional<ChipBundle> cached = readCachedChipBundle(
-            groups, chipName, options.cacheDir, key, options.onWarning)) {
-      if (onStep)
-        onStep(chipName.str() + " (cached)",
-               llvm::count_if(groups,
-                              [&](const KernelGroupSpec &g) {
-                                return g.chip == chipName;
-                              }) +
-                   1,
-               /*cached=*/true);
-      return std::move(*cached);
+    if (std::optional<std::string> object = readCacheEntry(
+            options.cacheDir, key, index, chipName, options.onWarning)) {
+      ChipBundle cached;
+      cached.chip = chipName.str();
+      cached.codeObject = std::move(*object);
+      cached.kernels = *planned;
+      cached.cacheKey = key;
+      cached.fromCache = true;
+      if (llvm::Error err = describeKernels(cached)) {
+        discardCacheEntry(options.cacheDir, key, llvm::toString(std::move(err)),
+                          chipName, options.onWarning);
+      } else {
+        if (onStep)
+          onStep(chipName.str() + " (cached)", chipGroups.size() + 1,
+                 /*cached=*/true);
+        return cached;
+      }
     }
 
   ChipBundle bundle;
   bundle.chip = chipName.str();
   bundle.cacheKey = key;
-  std::vector<const KernelGroupSpec *> chipGroups;
-  for (const KernelGroupSpec &group : groups)
-    if (group.chip == chipName)
-      chipGroups.push_back(&group);
-  // Index of the group whose compilation serves each group.
+  // Groups alike in their kernel description and planned M (K-up and V-up
+  // when kv_lora_rank == qk_nope_head_dim == v_head_dim) define the same
+  // kernels, so only the first of them is compiled. Index of the group whose
+  // compilation serves each group:
   std::vector<size_t> source(chipGroups.size());
   for (size_t i = 0; i < chipGroups.size(); ++i) {
     source[i] = i;
     for (size_t j = 0; j < i; ++j)
-      if (getCodeIdentity(*chipGroups[j]) == getCodeIdentity(*chipGroups[i])) {
+      if (chipGroups[j]->kernel == chipGroups[i]->kernel &&
+          chipGroups[j]->maxM == chipGroups[i]->maxM) {
         source[i] = j;
         break;
       }
@@ -316,8 +164,8 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   };
   std::vector<Lowered> lowered(chipGroups.size());
   auto stepName = [&](const KernelGroupSpec &group) {
-    return chipName.str() + " " + group.shape.name +
-           (group.hasBias ? " bias" : "");
+    return chipName.str() + " " + group.projection +
+           (group.kernel.hasBias ? " bias" : "");
   };
   auto lower = [&](size_t i) {
     const KernelGroupSpec &group = *chipGroups[i];
@@ -357,7 +205,7 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
     if (source[i] != i) {
       if (onStep)
         onStep(stepName(group) + " (same kernels as " +
-                   chipGroups[source[i]]->shape.name + ")",
+                   chipGroups[source[i]]->projection + ")",
                1, /*cached=*/false);
     } else {
       llvm::Expected<std::unique_ptr<llvm::Module>> module =
@@ -374,11 +222,7 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   }
   // The cache re-derives the kernel list from the tile table; a compiled
   // bundle must agree with it, or cached bundles would differ from fresh ones.
-  llvm::Expected<std::vector<BundleKernel>> planned =
-      planChipKernels(groups, chipName);
-  if (!planned)
-    return planned.takeError();
-  if (renderCacheIndex(*planned) != renderCacheIndex(bundle.kernels))
+  if (index != renderCacheIndex(bundle.kernels))
     return makeError("the kernels compiled for " + chipName +
                      " differ from the tile table's");
   llvm::Expected<std::string> object = emitObject(*linked, *chip);
@@ -395,7 +239,8 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   // A cache that cannot be written costs speed, not the run: warn once.
   if (!options.cacheDir.empty() &&
       !(cacheUnwritable && cacheUnwritable->load()))
-    if (llvm::Error err = writeCachedChipBundle(bundle, options.cacheDir)) {
+    if (llvm::Error err =
+            writeCacheEntry(options.cacheDir, key, index, bundle.codeObject)) {
       bool first = !cacheUnwritable || !cacheUnwritable->exchange(true);
       std::string message = llvm::toString(std::move(err));
       if (first && options.onWarning)
@@ -422,8 +267,8 @@ mlir::mlafp8::generateBundle(const BundleOptions &options) {
 
   std::vector<std::string> chipNames;
   for (const KernelGroupSpec &g : *groups)
-    if (!llvm::is_contained(chipNames, g.chip))
-      chipNames.push_back(g.chip);
+    if (!llvm::is_contained(chipNames, g.kernel.chip))
+      chipNames.push_back(g.kernel.chip);
 
   initializeAMDGPUTarget();
   // More threads than the machine has would only wait on each other.

@@ -45,7 +45,7 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
 
   PassManager pm(context);
   MLAFP8ToHsacoPipelineOptions options;
-  options.chip = spec.chip;
+  options.chip = spec.kernel.chip;
   populateMLAFP8ToROCDLPipeline(pm, options);
   if (failed(pm.run(module)))
     return makeError("lowering " + spec.getBaseName() + " failed:\n" +
@@ -102,9 +102,9 @@ mlir::mlafp8::compileKernelGroup(const KernelGroupSpec &spec,
 llvm::Expected<CompiledCodeObject>
 mlir::mlafp8::compileKernelGroupToCodeObject(const KernelGroupSpec &spec,
                                              bool withIsa) {
-  const ChipInfo *chip = lookupChip(spec.chip);
+  const ChipInfo *chip = lookupChip(spec.kernel.chip);
   if (!chip)
-    return makeError(describeUnsupportedChip(spec.chip));
+    return makeError(describeUnsupportedChip(spec.kernel.chip));
   initializeAMDGPUTarget();
   llvm::LLVMContext llvmContext;
   llvm::Expected<CompiledGroup> group = compileKernelGroup(spec, llvmContext);

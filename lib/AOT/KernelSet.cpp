@@ -3,15 +3,12 @@
 #include "mla-fp8/AOT/KernelSet.h"
 
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
-#include "mla-fp8/Runtime/KernelTable.h"
-#include "mla-fp8/Target/Chip.h"
+#include "mla-fp8/Hardware/Chip.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-
-#include <map>
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -21,89 +18,66 @@ static llvm::Error makeError(const llvm::Twine &message) {
 }
 
 std::string KernelGroupSpec::getBaseName() const {
-  return llvm::formatv("mla_fp8_{0}_n{1}_k{2}_g{3}_{4}_{5}{6}_{7}", shape.name,
-                       shape.n, shape.k, groupSize, outType,
-                       weightScale == WeightScale::PerTensor ? "pt" : "pb",
-                       hasBias ? "_bias" : "", chip)
+  return llvm::formatv("mla_fp8_{0}_n{1}_k{2}_g{3}_{4}_{5}{6}_{7}", projection,
+                       kernel.n, kernel.k, kernel.groupSize, kernel.outType,
+                       kernel.weightScale ==
+                               kernel_abi::WeightScaleMode::PerTensor
+                           ? "pt"
+                           : "pb",
+                       kernel.hasBias ? "_bias" : "", kernel.chip)
       .str();
 }
 
 llvm::Expected<std::vector<KernelGroupSpec>>
 mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
+  if (llvm::Error err = checkKernelSetOptions(options))
+    return std::move(err);
   const ModelDims &dims = options.dims;
-  if (dims.heads < 1 || dims.kvLoraRank < 1 || dims.qkNopeHeadDim < 1 ||
-      dims.vHeadDim < 1)
-    return makeError(llvm::formatv(
-        "model dimensions must be positive: heads {0}, kv_lora_rank {1}, "
-        "qk_nope_head_dim {2}, v_head_dim {3}",
-        dims.heads, dims.kvLoraRank, dims.qkNopeHeadDim, dims.vHeadDim));
-  // The loader refuses a manifest whose M bounds exceed what the kernels
-  // index: such a bundle must not be published over a good one.
-  if (options.maxM < 1 || options.maxM > runtime::kMaxManifestM)
-    return makeError(llvm::formatv("--max-m must be between 1 and {0}, got {1}",
-                                   runtime::kMaxManifestM, options.maxM));
-  if (options.groupSize < 1 || (options.groupSize & (options.groupSize - 1)))
-    return makeError(
-        llvm::formatv("group size must be a positive power of two, got {0}",
-                      options.groupSize));
-  if (options.outType != "bf16" && options.outType != "f16")
-    return makeError("output type must be bf16 or f16, got '" +
-                     options.outType + "'");
-  if (options.chips.empty())
-    return makeError("no chip given");
-  if (options.tp.empty())
-    return makeError("no tensor-parallel degree given");
-
   std::vector<int64_t> batches, degrees;
-  for (int64_t tp : options.tp) {
-    if (tp < 1)
-      return makeError(llvm::formatv(
-          "tensor-parallel degree must be at least 1, got {0}", tp));
-    if (dims.heads % tp != 0) {
-      if (options.tpExplicit)
-        return makeError(llvm::formatv(
-            "tensor-parallel degree {0} does not divide the {1} heads of {2}",
-            tp, dims.heads, options.model));
-      continue;
+  for (int64_t tp : options.tp)
+    if (dims.heads % tp == 0 && !llvm::is_contained(degrees, tp)) {
+      degrees.push_back(tp);
+      batches.push_back(dims.heads / tp);
     }
-    if (llvm::is_contained(degrees, tp))
-      continue;
-    degrees.push_back(tp);
-    batches.push_back(dims.heads / tp);
-  }
-  if (degrees.empty())
-    return makeError(
-        llvm::formatv("no tensor-parallel degree divides the {0} heads of {1}",
-                      dims.heads, options.model));
 
   // K-up: q_nope (H, M, P) x W_UK (H, L, P); V-up: o (H, M, L) x W_UV (H, V,
   // L).
-  ProjectionShape kUp{"k_up", dims.kvLoraRank, dims.qkNopeHeadDim, batches,
-                      degrees};
-  ProjectionShape vUp{"v_up", dims.vHeadDim, dims.kvLoraRank, batches, degrees};
+  struct Projection {
+    const char *name;
+    int64_t n, k;
+  };
+  const Projection projections[] = {
+      {"k_up", dims.kvLoraRank, dims.qkNopeHeadDim},
+      {"v_up", dims.vHeadDim, dims.kvLoraRank}};
 
   std::vector<KernelGroupSpec> groups;
+  std::vector<llvm::StringRef> chips;
   for (const std::string &chipName : options.chips) {
-    const ChipInfo *chip = lookupChip(chipName);
-    if (!chip)
-      return makeError(describeUnsupportedChip(chipName));
-    if (llvm::any_of(groups, [&](const KernelGroupSpec &g) {
-          return g.chip == chipName;
-        }))
+    if (llvm::is_contained(chips, chipName))
       continue;
+    chips.push_back(chipName);
     for (bool bias : {false, true}) {
       if (bias && !options.bias)
         continue;
-      for (const ProjectionShape &shape : {kUp, vUp}) {
+      for (const Projection &projection : projections) {
         KernelGroupSpec spec;
-        spec.hasBias = bias;
-        spec.shape = shape;
-        spec.chip = chipName;
-        spec.fp8Type = chip->fp8E4M3TypeName.str();
-        spec.outType = options.outType;
-        spec.weightScale = options.weightScale;
-        spec.groupSize = options.groupSize;
+        spec.projection = projection.name;
+        spec.batches = batches;
+        spec.tp = degrees;
+        spec.kernel.chip = chipName;
+        spec.kernel.n = projection.n;
+        spec.kernel.k = projection.k;
+        spec.kernel.groupSize = options.groupSize;
+        spec.kernel.fp8Type = lookupChip(chipName)->fp8E4M3TypeName.str();
+        spec.kernel.outType = options.outType;
+        spec.kernel.weightScale = options.weightScale;
+        spec.kernel.hasBias = bias;
         spec.maxM = options.maxM;
+        // The tile table decides what it supports (group sizes, for one):
+        // asking it now fails before anything is compiled.
+        if (llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(spec);
+            !tiles)
+          return tiles.takeError();
         groups.push_back(std::move(spec));
       }
     }
@@ -113,8 +87,8 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
 
 llvm::Expected<SmallVector<TileConfig>>
 mlir::mlafp8::getGroupTiles(const KernelGroupSpec &spec) {
-  llvm::Expected<TileSelection> selection =
-      selectTiles(spec.chip, spec.shape.n, spec.shape.k, spec.groupSize);
+  llvm::Expected<TileSelection> selection = selectTiles(
+      spec.kernel.chip, spec.kernel.n, spec.kernel.k, spec.kernel.groupSize);
   if (!selection)
     return selection.takeError();
   SmallVector<TileConfig> kept;
@@ -151,28 +125,29 @@ mlir::mlafp8::buildKernelGroupModule(MLIRContext &context,
   b.setInsertionPointToEnd(module->getBody());
 
   int64_t dyn = ShapedType::kDynamic;
-  Type inType = parseElementType(context, spec.inType);
-  Type outType = parseElementType(context, spec.outType);
-  Type fp8Type = parseElementType(context, spec.fp8Type);
-  auto xType = RankedTensorType::get({dyn, dyn, spec.shape.k}, inType);
-  auto wType =
-      RankedTensorType::get({dyn, spec.shape.n, spec.shape.k}, fp8Type);
-  int64_t scales = spec.weightScale == WeightScale::PerTensor ? 1 : dyn;
-  auto wsType = RankedTensorType::get({scales}, b.getF32Type());
-  auto yType = RankedTensorType::get({dyn, dyn, spec.shape.n}, outType);
+  const kernel_abi::KernelDescription &kernel = spec.kernel;
+  bool perTensor = kernel.weightScale == kernel_abi::WeightScaleMode::PerTensor;
+  Type inType = parseElementType(context, kernel.inType);
+  Type outType = parseElementType(context, kernel.outType);
+  Type fp8Type = parseElementType(context, kernel.fp8Type);
+  auto xType = RankedTensorType::get({dyn, dyn, kernel.k}, inType);
+  auto wType = RankedTensorType::get({dyn, kernel.n, kernel.k}, fp8Type);
+  auto wsType = RankedTensorType::get({perTensor ? 1 : dyn}, b.getF32Type());
+  auto yType = RankedTensorType::get({dyn, dyn, kernel.n}, outType);
   SmallVector<Type> inputs = {xType, wType, wsType};
-  if (spec.hasBias)
-    inputs.push_back(RankedTensorType::get({dyn, spec.shape.n}, outType));
+  if (kernel.hasBias)
+    inputs.push_back(RankedTensorType::get({dyn, kernel.n}, outType));
 
   auto func = func::FuncOp::create(b, loc, spec.getBaseName(),
                                    b.getFunctionType(inputs, {yType}));
   Block *body = func.addEntryBlock();
   b.setInsertionPointToEnd(body);
-  Value bias = spec.hasBias ? body->getArgument(3) : Value();
+  Value bias = kernel.hasBias ? body->getArgument(3) : Value();
   auto bmm = PrequantBmmOp::create(
       b, loc, yType, body->getArgument(0), body->getArgument(1),
-      body->getArgument(2), bias, b.getI64IntegerAttr(spec.groupSize),
-      WeightScaleAttr::get(&context, spec.weightScale),
+      body->getArgument(2), bias, b.getI64IntegerAttr(kernel.groupSize),
+      WeightScaleAttr::get(&context, perTensor ? WeightScale::PerTensor
+                                               : WeightScale::PerBatch),
       BatchLayoutAttr::get(&context, BatchLayout::BM),
       BatchLayoutAttr::get(&context, BatchLayout::BM), /*tiles=*/nullptr,
       /*kernels=*/nullptr);

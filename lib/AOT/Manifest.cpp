@@ -23,7 +23,7 @@ llvm::json::Value mlir::mlafp8::tileToJSON(const TileConfig &t) {
 }
 
 static kernel_abi::LaunchShape getLaunchShape(const BundleKernel &k) {
-  return {k.group.shape.n, k.tile.blockM, k.tile.blockN, k.tile.waves,
+  return {k.group.kernel.n, k.tile.blockM, k.tile.blockN, k.tile.waves,
           k.tile.splitK};
 }
 
@@ -78,23 +78,23 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
   for (const ChipBundle &chip : chips) {
     llvm::json::Array kernels;
     for (const BundleKernel &k : chip.kernels) {
-      const KernelGroupSpec &g = k.group;
+      const kernel_abi::KernelDescription &g = k.group.kernel;
       std::array<int64_t, 3> wg =
           kernel_abi::getWorkgroupSize(getLaunchShape(k));
       kernels.push_back(llvm::json::Object{
           {"symbol", k.symbol},
-          {"projection", g.shape.name},
-          {"n", g.shape.n},
-          {"k", g.shape.k},
+          {"projection", k.group.projection},
+          {"n", g.n},
+          {"k", g.k},
           {"group_size", g.groupSize},
-          {"batches", llvm::json::Array(g.shape.batches)},
-          {"tp", llvm::json::Array(g.shape.tp)},
+          {"batches", llvm::json::Array(k.group.batches)},
+          {"tp", llvm::json::Array(k.group.tp)},
           {"in_type", g.inType},
           {"fp8_type", g.fp8Type},
           {"out_type", g.outType},
           {"has_bias", g.hasBias},
-          {"w_scale", g.weightScale == WeightScale::PerTensor ? "per_tensor"
-                                                              : "per_batch"},
+          {"w_scale", llvm::StringRef(
+                          kernel_abi::stringifyWeightScaleMode(g.weightScale))},
           {"min_m", k.tile.minM},
           {"max_m", k.tile.maxM},
           {"tile", tileToJSON(k.tile)},
@@ -179,14 +179,14 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
   size_t count = 0;
   for (const ChipBundle &chip : chips)
     for (const BundleKernel &k : chip.kernels) {
-      const KernelGroupSpec &g = k.group;
+      const kernel_abi::KernelDescription &g = k.group.kernel;
       os << llvm::formatv(
           "  {\"{0}\", \"{1}\", \"{2}\", {3}, {4}, {5}, \"{6}\", \"{7}\", "
           "\"{8}\", {9}, {10}, {11}, {12}, {13}, {14}, {15}u, {16}u, "
           "{17}u, {18}},\n",
-          chip.chip, k.symbol, g.shape.name, g.shape.n, g.shape.k, g.groupSize,
+          chip.chip, k.symbol, k.group.projection, g.n, g.k, g.groupSize,
           g.fp8Type, g.outType,
-          g.weightScale == WeightScale::PerTensor ? "per_tensor" : "per_batch",
+          llvm::StringRef(kernel_abi::stringifyWeightScaleMode(g.weightScale)),
           k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
           kernel_abi::getWorkgroupSize(getLaunchShape(k))[0],
           k.metadata.groupSegmentFixedSize, k.metadata.kernargSegmentSize,

@@ -4,7 +4,7 @@
 
 #include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/Compile.h"
-#include "mla-fp8/AOT/Presets.h"
+#include "mla-fp8/AOT/Options.h"
 #include "mla-fp8/Target/Chip.h"
 
 #include "llvm/Support/WithColor.h"
@@ -12,63 +12,9 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
-/// Parses "per_tensor" / "per_batch" (the manifest's spelling; the CLI's
-/// "per-tensor" is accepted too).
-static std::optional<WeightScale> parseWeightScale(llvm::StringRef text) {
-  if (text == "per_tensor" || text == "per-tensor")
-    return WeightScale::PerTensor;
-  if (text == "per_batch" || text == "per-batch")
-    return WeightScale::PerBatch;
-  return std::nullopt;
-}
-
-/// The same resolution of a preset and its overrides as mla-fp8-aot's.
-static llvm::Expected<KernelSetOptions>
-toKernelSetOptions(const embedding::GenerateOptions &o) {
-  KernelSetOptions options;
-  const ModelPreset *preset = lookupModelPreset(o.model);
-  if (!preset)
-    return llvm::createStringError(describeUnknownModel(o.model));
-  options.model = o.model;
-  options.dims = preset->dims;
-  bool custom = false;
-  auto override = [&](int64_t value, int64_t &field) {
-    if (value > 0) {
-      field = value;
-      custom = true;
-    }
-  };
-  override(o.heads, options.dims.heads);
-  override(o.kvLoraRank, options.dims.kvLoraRank);
-  override(o.qkNopeHeadDim, options.dims.qkNopeHeadDim);
-  override(o.vHeadDim, options.dims.vHeadDim);
-  if (custom)
-    options.model = o.model + "-custom";
-  if (!o.tp.empty()) {
-    options.tp = o.tp;
-    options.tpExplicit = true;
-  }
-  if (!o.chips.empty())
-    options.chips = o.chips;
-  options.maxM = o.maxM;
-  std::optional<WeightScale> ws = parseWeightScale(o.weightScale);
-  if (!ws)
-    return llvm::createStringError(
-        "weight_scale must be 'per_tensor' or 'per_batch', got '" +
-        o.weightScale + "'");
-  options.weightScale = *ws;
-  if (o.outType != "bf16" && o.outType != "f16")
-    return llvm::createStringError("out_type must be 'bf16' or 'f16', got '" +
-                                   o.outType + "'");
-  options.outType = o.outType;
-  options.groupSize = o.groupSize;
-  options.bias = o.bias;
-  return options;
-}
-
 embedding::GenerateResult embedding::generateBundle(const GenerateOptions &o) {
   GenerateResult result;
-  llvm::Expected<KernelSetOptions> kernels = toKernelSetOptions(o);
+  llvm::Expected<KernelSetOptions> kernels = resolveKernelSetOptions(o.kernels);
   if (!kernels) {
     result.error = llvm::toString(kernels.takeError());
     return result;
@@ -107,28 +53,19 @@ embedding::GenerateResult embedding::generateBundle(const GenerateOptions &o) {
 embedding::CompileSpecResult
 embedding::compileSpec(const CompileSpecOptions &o) {
   CompileSpecResult result;
-  const ChipInfo *chip = lookupChip(o.chip);
+  const ChipInfo *chip = lookupChip(o.kernel.chip);
   if (!chip) {
-    result.error = describeUnsupportedChip(o.chip);
-    return result;
-  }
-  std::optional<WeightScale> ws = parseWeightScale(o.weightScale);
-  if (!ws) {
-    result.error = "weight_scale must be 'per_tensor' or 'per_batch', got '" +
-                   o.weightScale + "'";
+    result.error = describeUnsupportedChip(o.kernel.chip);
     return result;
   }
   KernelGroupSpec spec;
-  spec.shape.name = o.projection;
-  spec.shape.n = o.n;
-  spec.shape.k = o.k;
-  spec.shape.batches = o.batches;
-  spec.chip = o.chip;
-  spec.fp8Type = chip->fp8E4M3TypeName.str();
-  spec.outType = o.outType;
-  spec.weightScale = *ws;
-  spec.groupSize = o.groupSize;
+  spec.projection = o.projection;
+  spec.batches = o.batches;
+  spec.kernel = o.kernel;
+  if (spec.kernel.fp8Type.empty())
+    spec.kernel.fp8Type = chip->fp8E4M3TypeName.str();
   spec.maxM = o.maxM;
+  result.kernel = spec.kernel;
   llvm::Expected<CompiledCodeObject> compiled =
       compileKernelGroupToCodeObject(spec, o.withIsa);
   if (!compiled) {

@@ -180,7 +180,9 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
     return std::move(err);
 
   int64_t b = call.batch, m = call.m, n = kernel.n, k = kernel.k;
-  uint64_t wsCount = kernel.wScale == "per_batch" ? uint64_t(b) : 1;
+  uint64_t wsCount = kernel.weightScale == kernel_abi::WeightScaleMode::PerBatch
+                         ? uint64_t(b)
+                         : 1;
   std::optional<uint64_t> xView =
       getViewBytes(b, m, k, call.xStrideB, call.xStrideM);
   std::optional<uint64_t> yView =

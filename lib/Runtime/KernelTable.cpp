@@ -68,10 +68,10 @@ const KernelEntry *LoadedBundle::findKernel(const KernelQuery &q) const {
   if (!chip || q.m < 0)
     return nullptr;
   const KernelEntry *lowest = nullptr;
+  kernel_abi::KernelDescription wanted = q;
   for (const KernelEntry &e : chip->kernels) {
-    if (e.n != q.n || e.k != q.k || e.outType != q.outType ||
-        e.wScale != q.wScale || e.groupSize != q.groupSize ||
-        e.inType != q.inType || e.hasBias != q.hasBias)
+    wanted.fp8Type = e.fp8Type;
+    if (wanted != e)
       continue;
     if (q.m > 0 && e.servesM(q.m))
       return &e;
@@ -88,13 +88,17 @@ const KernelEntry *LoadedBundle::findKernel(std::string_view chip, int64_t n,
                                             std::string_view outType,
                                             std::string_view wScale,
                                             int64_t groupSize) const {
+  std::optional<kernel_abi::WeightScaleMode> mode =
+      kernel_abi::parseWeightScaleMode(wScale);
+  if (!mode)
+    return nullptr;
   KernelQuery q;
   q.chip = std::string(chip);
   q.n = n;
   q.k = k;
   q.m = m;
   q.outType = std::string(outType);
-  q.wScale = std::string(wScale);
+  q.weightScale = *mode;
   q.groupSize = groupSize;
   return findKernel(q);
 }

@@ -75,7 +75,10 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
   e.inType = r.getChoice(o, "in_type", path, {"bf16"});
   e.fp8Type = r.getString(o, "fp8_type", path);
   e.outType = r.getChoice(o, "out_type", path, {"bf16", "f16"});
-  e.wScale = r.getChoice(o, "w_scale", path, {"per_tensor", "per_batch"});
+  e.weightScale =
+      kernel_abi::parseWeightScaleMode(
+          r.getChoice(o, "w_scale", path, {"per_tensor", "per_batch"}))
+          .value_or(kernel_abi::WeightScaleMode::PerTensor);
   e.hasBias = r.getBool(o, "has_bias", path);
   e.minM = r.getInt(o, "min_m", path, 1, kMaxManifestM);
   e.maxM = r.getInt(o, "max_m", path, 0, kMaxManifestM);
@@ -227,16 +230,8 @@ void runtime::checkKernelFields(ManifestReader &r, const std::string &path,
     return;
   }
 
-  kernel_abi::KernelNameFields name;
-  name.n = e.n;
-  name.k = e.k;
-  name.groupSize = e.groupSize;
-  name.outType = e.outType;
-  name.perBatchScale = e.wScale == "per_batch";
-  name.hasBias = e.hasBias;
-  name.chip = e.chip;
-  name.minM = e.minM;
-  name.maxM = e.maxM;
+  kernel_abi::KernelNameFields name =
+      kernel_abi::getNameFields(e, e.minM, e.maxM);
   std::string expected = kernel_abi::getKernelSymbol(name);
   if (e.symbol != expected) {
     // Blame the one field whose other value would name the symbol, if any.
@@ -370,9 +365,7 @@ void runtime::checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
   for (size_t i = 0; i < kernels.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
       const KernelEntry &a = kernels[i], &b = kernels[j];
-      if (a.n != b.n || a.k != b.k || a.groupSize != b.groupSize ||
-          a.inType != b.inType || a.outType != b.outType ||
-          a.wScale != b.wScale || a.hasBias != b.hasBias ||
+      if (static_cast<const kernel_abi::KernelDescription &>(a) != b ||
           a.projection != b.projection || a.symbol == b.symbol)
         continue;
       int64_t aMax = a.maxM ? a.maxM : kMaxManifestM;

@@ -131,7 +131,7 @@ VerifyResult runtime::verifyPrequantBmm(const KernelEntry &kernel,
                                  p.batch, p.m, kernel.n, kernel.k);
     return result;
   }
-  bool perBatch = kernel.wScale == "per_batch";
+  bool perBatch = kernel.weightScale == kernel_abi::WeightScaleMode::PerBatch;
   int64_t b = p.batch, m = p.m, n = kernel.n, k = kernel.k;
 
   std::mt19937_64 rng(p.seed);

@@ -13,10 +13,10 @@ from ._checks import (HALF_TYPES, W_SCALE_MODES, check_choice,
 __all__ = ["compile_spec", "generate_bundle"]
 
 
-def _int_list(values, name):
+def _int_list(values, name, minimum=1):
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError(f"{name}: expected a list of integers")
-    return [check_int(v, f"{name}[{i}]", minimum=1)
+    return [check_int(v, f"{name}[{i}]", minimum=minimum)
             for i, v in enumerate(values)]
 
 
@@ -54,6 +54,10 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
     `force` also replaces a bundle that holds other files (deleting them),
     never a directory that is not a bundle.
 
+    The options are resolved and checked by the same code as mla-fp8-aot's
+    (lib/AOT/Options.cpp): a bad value raises ValueError with the message the
+    tool prints. Here only the Python types are checked.
+
     Returns:
       dict: chips (chip, symbols, code_object_bytes, sha256, from_cache),
       manifest (text), bytes_written.
@@ -61,18 +65,16 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
     options = {
         "output_dir": _path_bytes(output_dir, "output_dir"),
         "model": check_str(model, "model"),
-        "heads": check_int(heads, "heads", minimum=0),
-        "kv_lora_rank": check_int(kv_lora_rank, "kv_lora_rank", minimum=0),
-        "qk_nope_head_dim": check_int(qk_nope_head_dim, "qk_nope_head_dim",
-                                      minimum=0),
-        "v_head_dim": check_int(v_head_dim, "v_head_dim", minimum=0),
-        "tp": _int_list(tp, "tp"),
-        "max_m": check_int(max_m, "max_m", minimum=1),
+        "heads": check_int(heads, "heads"),
+        "kv_lora_rank": check_int(kv_lora_rank, "kv_lora_rank"),
+        "qk_nope_head_dim": check_int(qk_nope_head_dim, "qk_nope_head_dim"),
+        "v_head_dim": check_int(v_head_dim, "v_head_dim"),
+        "tp": _int_list(tp, "tp", minimum=None),
+        "max_m": check_int(max_m, "max_m"),
         "chips": _str_list(chips, "chips"),
-        "weight_scale": check_choice(weight_scale, W_SCALE_MODES,
-                                     "weight_scale"),
-        "out_type": check_choice(out_type, HALF_TYPES, "out_type"),
-        "group_size": check_group_size(group_size),
+        "weight_scale": check_str(weight_scale, "weight_scale"),
+        "out_type": check_str(out_type, "out_type"),
+        "group_size": check_int(group_size, "group_size"),
         "bias": bool(bias),
         "cache_dir": b"" if cache_dir is None else _path_bytes(cache_dir,
                                                                 "cache_dir"),
@@ -84,13 +86,16 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
 
 def compile_spec(n, k, chip, *, projection="custom", batches=(),
                  group_size=128, out_type="bf16", weight_scale="per_tensor",
-                 max_m=1024, with_isa=True):
-    """Compiles the kernels of one (n, k) shape on `chip`, one per M range.
+                 bias=False, max_m=1024, with_isa=True):
+    """Compiles the kernels of one (n, k) shape on `chip`, one per M range;
+    `bias` makes them add a (B, N) bias.
 
     Returns:
       dict: code_object (bytes), isa (str, empty without `with_isa`),
       target_id (e.g. "amdgcn-amd-amdhsa--gfx942"), code_object_version,
-      kernels (list of dicts: symbol and the tile: min_m, max_m, block_m,
+      kernels (list of dicts: the kernel description under its manifest
+      keys: chip, n, k, group_size, in_type, fp8_type, out_type, w_scale,
+      has_bias; symbol and the tile: min_m, max_m, block_m,
       block_n, waves, mfma, split_k, stages, occupancy; and metadata: the
       code object's kernarg_size, lds_bytes, scratch_bytes, vgprs, agprs,
       sgprs, vgpr_spills, sgpr_spills, wavefront_size,
@@ -108,6 +113,7 @@ def compile_spec(n, k, chip, *, projection="custom", batches=(),
         "out_type": check_choice(out_type, HALF_TYPES, "out_type"),
         "weight_scale": check_choice(weight_scale, W_SCALE_MODES,
                                      "weight_scale"),
+        "bias": bool(bias),
         "max_m": check_int(max_m, "max_m", minimum=1),
         "with_isa": bool(with_isa),
     }

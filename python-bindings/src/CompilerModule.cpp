@@ -11,6 +11,7 @@
 
 #include "mla-fp8/Embedding/Compiler.h"
 
+#include "DescriptionDict.h"
 #include "PythonMessage.h"
 
 #include <pybind11/pybind11.h>
@@ -21,6 +22,7 @@
 
 namespace py = pybind11;
 using namespace mlir::mlafp8;
+using mla_fp8_python::addDescription;
 using mla_fp8_python::toPythonMessage;
 
 namespace {
@@ -55,18 +57,24 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
         "compiler)");
   m.def("generate_bundle", [](const py::dict &o) {
     embedding::GenerateOptions options;
-    options.model = o["model"].cast<std::string>();
-    options.heads = o["heads"].cast<int64_t>();
-    options.kvLoraRank = o["kv_lora_rank"].cast<int64_t>();
-    options.qkNopeHeadDim = o["qk_nope_head_dim"].cast<int64_t>();
-    options.vHeadDim = o["v_head_dim"].cast<int64_t>();
-    options.tp = o["tp"].cast<std::vector<int64_t>>();
-    options.maxM = o["max_m"].cast<int64_t>();
-    options.chips = o["chips"].cast<std::vector<std::string>>();
-    options.weightScale = o["weight_scale"].cast<std::string>();
-    options.outType = o["out_type"].cast<std::string>();
-    options.groupSize = o["group_size"].cast<int64_t>();
-    options.bias = o["bias"].cast<bool>();
+    KernelSetRequest &kernels = options.kernels;
+    kernels.model = o["model"].cast<std::string>();
+    // 0 keeps the preset's dimension (mla_fp8.generate_bundle's contract).
+    auto dimension = [&](const char *key, std::optional<int64_t> &field) {
+      if (int64_t value = o[key].cast<int64_t>())
+        field = value;
+    };
+    dimension("heads", kernels.heads);
+    dimension("kv_lora_rank", kernels.kvLoraRank);
+    dimension("qk_nope_head_dim", kernels.qkNopeHeadDim);
+    dimension("v_head_dim", kernels.vHeadDim);
+    kernels.tp = o["tp"].cast<std::vector<int64_t>>();
+    kernels.maxM = o["max_m"].cast<int64_t>();
+    kernels.chips = o["chips"].cast<std::vector<std::string>>();
+    kernels.weightScale = o["weight_scale"].cast<std::string>();
+    kernels.outType = o["out_type"].cast<std::string>();
+    kernels.groupSize = o["group_size"].cast<int64_t>();
+    kernels.bias = o["bias"].cast<bool>();
     options.outputDir = o["output_dir"].cast<std::string>();
     options.force = o["force"].cast<bool>();
     options.cacheDir = o["cache_dir"].cast<std::string>();
@@ -96,14 +104,20 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
   });
   m.def("compile_spec", [](const py::dict &o) {
     embedding::CompileSpecOptions options;
-    options.n = o["n"].cast<int64_t>();
-    options.k = o["k"].cast<int64_t>();
-    options.chip = o["chip"].cast<std::string>();
+    kernel_abi::KernelDescription &kernel = options.kernel;
+    kernel.n = o["n"].cast<int64_t>();
+    kernel.k = o["k"].cast<int64_t>();
+    kernel.chip = o["chip"].cast<std::string>();
+    kernel.groupSize = o["group_size"].cast<int64_t>();
+    kernel.outType = o["out_type"].cast<std::string>();
+    std::optional<kernel_abi::WeightScaleMode> weightScale =
+        kernel_abi::parseWeightScaleMode(o["weight_scale"].cast<std::string>());
+    if (!weightScale)
+      throw py::value_error("weight_scale must be per_tensor or per_batch");
+    kernel.weightScale = *weightScale;
+    kernel.hasBias = o["bias"].cast<bool>();
     options.projection = o["projection"].cast<std::string>();
     options.batches = o["batches"].cast<std::vector<int64_t>>();
-    options.groupSize = o["group_size"].cast<int64_t>();
-    options.outType = o["out_type"].cast<std::string>();
-    options.weightScale = o["weight_scale"].cast<std::string>();
     options.maxM = o["max_m"].cast<int64_t>();
     options.withIsa = o["with_isa"].cast<bool>();
     embedding::CompileSpecResult r;
@@ -116,6 +130,7 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
     py::list kernels;
     for (const embedding::CompiledKernel &k : r.kernels) {
       py::dict d;
+      addDescription(d, r.kernel);
       d["symbol"] = k.symbol;
       d["min_m"] = k.minM;
       d["max_m"] = k.maxM;

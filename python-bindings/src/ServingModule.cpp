@@ -20,6 +20,7 @@
 #include "mla-fp8/Reference/PrequantBmm.h"
 #include "mla-fp8/Runtime/Limits.h"
 
+#include "DescriptionDict.h"
 #include "PythonMessage.h"
 
 #include <pybind11/numpy.h>
@@ -35,6 +36,7 @@
 
 namespace py = pybind11;
 using namespace mlir::mlafp8;
+using mla_fp8_python::addDescription;
 using mla_fp8_python::toPythonMessage;
 
 namespace {
@@ -85,16 +87,9 @@ void requireDtype(const py::array &a, char kind, py::ssize_t itemsize,
 py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
                       size_t kernelIndex) {
   py::dict d;
-  d["chip"] = e.chip;
+  addDescription(d, e);
   d["symbol"] = e.symbol;
   d["projection"] = e.projection;
-  d["n"] = e.n;
-  d["k"] = e.k;
-  d["group_size"] = e.groupSize;
-  d["in_type"] = e.inType;
-  d["fp8_type"] = e.fp8Type;
-  d["out_type"] = e.outType;
-  d["w_scale"] = e.wScale;
   d["min_m"] = e.minM;
   d["max_m"] = e.maxM;
   d["block_m"] = e.blockM;
@@ -104,7 +99,6 @@ py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
   d["kernarg_align"] = e.kernargAlign;
   d["lds_bytes"] = e.ldsBytes;
   d["scratch_bytes"] = e.scratchBytes;
-  d["has_bias"] = e.hasBias;
   d["workspace_bytes_per_block"] = e.workspaceBytesPerBlock;
   py::list args;
   for (const runtime::KernelArg &a : e.args) {
@@ -142,7 +136,11 @@ public:
     q.k = k;
     q.m = m;
     q.outType = outType;
-    q.wScale = wScale;
+    std::optional<kernel_abi::WeightScaleMode> mode =
+        kernel_abi::parseWeightScaleMode(wScale);
+    if (!mode)
+      return std::nullopt;
+    q.weightScale = *mode;
     q.groupSize = groupSize;
     q.inType = inType;
     q.hasBias = hasBias;
@@ -229,7 +227,8 @@ public:
       throw py::value_error("x, w and y do not match the kernel's shape");
     if (!(w.flags() & py::array::c_style))
       throw py::value_error("w must be C-contiguous");
-    if (wScale.size() != (e.wScale == "per_batch" ? b : 1) ||
+    if (wScale.size() !=
+            (e.weightScale == kernel_abi::WeightScaleMode::PerBatch ? b : 1) ||
         !(wScale.flags() & py::array::c_style))
       throw py::value_error("w_scale has the wrong size");
     if (!y.writeable())

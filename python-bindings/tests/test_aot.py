@@ -22,6 +22,19 @@ def test_compile_spec():
     assert metadata["kernarg_size"] >= 80
 
 
+def test_compile_spec_kernels_carry_their_description():
+    result = mla_fp8.compile_spec(512, 128, "gfx950", max_m=16, bias=True,
+                                  weight_scale="per_batch", with_isa=False)
+    for kernel in result["kernels"]:
+        assert {key: kernel[key] for key in (
+            "chip", "n", "k", "group_size", "in_type", "fp8_type",
+            "out_type", "w_scale", "has_bias")} == {
+                "chip": "gfx950", "n": 512, "k": 128, "group_size": 128,
+                "in_type": "bf16", "fp8_type": "f8E4M3FN", "out_type": "bf16",
+                "w_scale": "per_batch", "has_bias": True}
+        assert "_pb_bias_gfx950_" in kernel["symbol"]
+
+
 def test_generate_and_load(tmp_path):
     out = tmp_path / "bundle"
     result = mla_fp8.generate_bundle(out, model="deepseek-v2-lite", tp=[1],

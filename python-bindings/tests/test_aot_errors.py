@@ -141,3 +141,39 @@ def test_paths_are_bytes_the_file_system_sees(tmp_path):
         mla_fp8.generate_bundle(str(tmp_path / "a\0b"), **SMALL)
     with pytest.raises(mla_fp8.BundleError, match="cannot contain a NUL byte"):
         mla_fp8.load_bundle(str(tmp_path / "a\0b"))
+
+
+# The same bad value through mla-fp8-aot's flags and through generate_bundle's
+# arguments: one resolution (lib/AOT/Options.cpp), one message.
+_SAME_BAD_INPUT = [
+    (["--model=llama"], {"model": "llama"}),
+    (["--heads=70000"], {"heads": 70000}),
+    (["--kv-lora-rank=-1"], {"kv_lora_rank": -1}),
+    (["--max-m=0"], {"max_m": 0}),
+    (["--group-size=96"], {"group_size": 96}),
+    (["--group-size=1048576"], {"group_size": 1 << 20}),
+    (["--out-type=f32"], {"out_type": "f32"}),
+    (["--weight-scale=per-row"], {"weight_scale": "per-row"}),
+    (["--tp=3"], {"tp": [3]}),
+    (["--tp=0"], {"tp": [0]}),
+    (["--chips=gfx90a"], {"chips": ["gfx90a"]}),
+]
+
+
+@pytest.mark.parametrize("flags,kwargs", _SAME_BAD_INPUT,
+                         ids=[" ".join(f) for f, _ in _SAME_BAD_INPUT])
+def test_cli_and_python_reject_alike(tmp_path, flags, kwargs):
+    build = os.environ.get("MLAFP8_BUILD_DIR")
+    if not build:
+        pytest.skip("MLAFP8_BUILD_DIR is not set (./build.sh check sets it)")
+    tool = os.path.join(build, "bin", "mla-fp8-aot")
+    cli = subprocess.run([tool, *flags, "-o", str(tmp_path / "cli")],
+                         capture_output=True, text=True, timeout=120,
+                         check=False)
+    assert cli.returncode == 1, cli.stderr
+    (line,) = cli.stderr.splitlines()
+    cli_message = line.split("error: ", 1)[1]
+    with pytest.raises(ValueError) as raised:
+        mla_fp8.generate_bundle(tmp_path / "py", **kwargs)
+    assert str(raised.value) == cli_message
+    assert os.listdir(tmp_path) == []

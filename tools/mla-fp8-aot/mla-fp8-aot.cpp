@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mla-fp8/AOT/Bundle.h"
+#include "mla-fp8/AOT/Options.h"
 #include "mla-fp8/AOT/Presets.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mla-fp8/Runtime/Bundle.h"
@@ -69,6 +70,11 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     outType("out-type", cl::desc("Output type: bf16 (default), f16"),
             cl::init("bf16"), cl::cat(category));
+static cl::opt<int64_t>
+    groupSize("group-size",
+              cl::desc("K elements per activation scale, a power of two that "
+                       "the tile table supports (default 128)"),
+              cl::init(128), cl::cat(category));
 static cl::opt<bool> bias("bias",
                           cl::desc("Also generate the kernels that add a "
                                    "(B, N) bias in the output type"),
@@ -131,67 +137,28 @@ static std::string defaultCacheDir() {
   return std::string(dir);
 }
 
-/// The largest value of --heads and of the MLA dimensions.
-static constexpr int64_t kMaxDimension = 65536;
-
-/// Resolves the command line into kernel-set options, or an error message.
-static llvm::Expected<KernelSetOptions> parseKernelSetOptions() {
-  KernelSetOptions options;
-  const ModelPreset *preset = lookupModelPreset(modelName);
-  if (!preset)
-    return llvm::createStringError(describeUnknownModel(modelName));
-  options.model = modelName;
-  options.dims = preset->dims;
-  bool custom = false;
-  auto override = [&](cl::opt<int64_t> &flag, int64_t &field,
-                      llvm::StringRef name) -> llvm::Error {
-    if (flag.getNumOccurrences() == 0)
-      return llvm::Error::success();
-    // Heads become the grid's z dimension and the other dimensions the GEMM's
-    // N and K: bounded well inside what a launch and a kernel can address.
-    if (flag < 1 || flag > kMaxDimension)
-      return llvm::createStringError(
-          llvm::formatv("--{0} must be between 1 and {1}, got {2}", name,
-                        kMaxDimension, flag.getValue())
-              .str());
-    field = flag;
-    custom = true;
-    return llvm::Error::success();
+/// The command line as a kernel-set request: a flag not given keeps the
+/// request's default (the preset's dimensions, the default TP degrees, ...).
+static KernelSetRequest getKernelSetRequest() {
+  KernelSetRequest request;
+  if (modelName.getNumOccurrences())
+    request.model = modelName;
+  auto override = [](cl::opt<int64_t> &flag, std::optional<int64_t> &field) {
+    if (flag.getNumOccurrences())
+      field = flag;
   };
-  if (llvm::Error err = override(heads, options.dims.heads, "heads"))
-    return std::move(err);
-  if (llvm::Error err =
-          override(kvLoraRank, options.dims.kvLoraRank, "kv-lora-rank"))
-    return std::move(err);
-  if (llvm::Error err = override(qkNopeHeadDim, options.dims.qkNopeHeadDim,
-                                 "qk-nope-head-dim"))
-    return std::move(err);
-  if (llvm::Error err = override(vHeadDim, options.dims.vHeadDim, "v-head-dim"))
-    return std::move(err);
-  if (custom)
-    options.model = modelName.getNumOccurrences() ? modelName + "-custom"
-                                                  : std::string("custom");
-  if (!tpDegrees.empty()) {
-    options.tp.assign(tpDegrees.begin(), tpDegrees.end());
-    options.tpExplicit = true;
-  }
-  if (!chips.empty())
-    options.chips.assign(chips.begin(), chips.end());
-  options.maxM = maxM;
-  if (weightScale == "per-tensor")
-    options.weightScale = WeightScale::PerTensor;
-  else if (weightScale == "per-batch")
-    options.weightScale = WeightScale::PerBatch;
-  else
-    return llvm::createStringError(
-        "--weight-scale must be per-tensor or per-batch, got '" + weightScale +
-        "'");
-  if (outType != "bf16" && outType != "f16")
-    return llvm::createStringError("--out-type must be bf16 or f16, got '" +
-                                   outType + "'");
-  options.outType = outType;
-  options.bias = bias;
-  return options;
+  override(heads, request.heads);
+  override(kvLoraRank, request.kvLoraRank);
+  override(qkNopeHeadDim, request.qkNopeHeadDim);
+  override(vHeadDim, request.vHeadDim);
+  request.tp.assign(tpDegrees.begin(), tpDegrees.end());
+  request.chips.assign(chips.begin(), chips.end());
+  request.maxM = maxM;
+  request.weightScale = weightScale;
+  request.outType = outType;
+  request.groupSize = groupSize;
+  request.bias = bias;
+  return request;
 }
 
 /// Runs every kernel of the staged bundle in `dir` on the emulator.
@@ -236,13 +203,12 @@ static int listKernels(const std::vector<KernelGroupSpec> &groups) {
     llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(g);
     if (!tiles)
       return fail(llvm::toString(tiles.takeError()));
+    const kernel_abi::KernelDescription &d = g.kernel;
     llvm::outs() << llvm::formatv(
         "{0}  {1}  N={2} K={3} G={4}  {5} -> {6}  batches {7:$[,]}  {8} "
         "kernels\n",
-        g.chip, g.shape.name, g.shape.n, g.shape.k, g.groupSize, g.fp8Type,
-        g.outType,
-        llvm::make_range(g.shape.batches.begin(), g.shape.batches.end()),
-        tiles->size());
+        d.chip, g.projection, d.n, d.k, d.groupSize, d.fp8Type, d.outType,
+        llvm::make_range(g.batches.begin(), g.batches.end()), tiles->size());
     for (const TileConfig &t : *tiles) {
       std::string range =
           t.maxM == 0 ? llvm::formatv("M >= {0}", t.minM).str()
@@ -276,7 +242,8 @@ int main(int argc, char **argv) {
   // defaults: read every flag needed after compiling now.
   const bool quietRun = quiet;
 
-  llvm::Expected<KernelSetOptions> kernelOptions = parseKernelSetOptions();
+  llvm::Expected<KernelSetOptions> kernelOptions =
+      resolveKernelSetOptions(getKernelSetRequest());
   if (!kernelOptions)
     return fail(llvm::toString(kernelOptions.takeError()));
   llvm::Expected<std::vector<KernelGroupSpec>> groups =

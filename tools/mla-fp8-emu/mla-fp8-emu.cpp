@@ -197,7 +197,9 @@ static int runBundle() {
   // descale mode or bias.
   const runtime::KernelEntry *kernel = nullptr;
   for (const char *outType : {"bf16", "f16"})
-    for (const char *wScale : {"per_tensor", "per_batch"})
+    for (kernel_abi::WeightScaleMode wScale :
+         {kernel_abi::WeightScaleMode::PerTensor,
+          kernel_abi::WeightScaleMode::PerBatch})
       for (bool hasBias : {false, true}) {
         runtime::KernelQuery query;
         query.chip = chipOpt;
@@ -205,7 +207,7 @@ static int runBundle() {
         query.k = k;
         query.m = mOpt;
         query.outType = outType;
-        query.wScale = wScale;
+        query.weightScale = wScale;
         query.groupSize = groupOpt;
         query.hasBias = hasBias;
         if (!kernel)
@@ -353,7 +355,7 @@ int main(int argc, char **argv) {
     peer.groupSize = groupOpt;
     peer.inType = peer.outType = "bf16";
     peer.fp8Type = co->getChip().fp8E4M3TypeName.str();
-    peer.wScale = "per_tensor";
+    peer.weightScale = kernel_abi::WeightScaleMode::PerTensor;
     runtime::TritonPeerLaunch launch;
     unsigned &tm = launch.tileM, &tn = launch.tileN;
     tm = tileMOpt;

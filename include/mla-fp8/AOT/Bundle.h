@@ -100,18 +100,8 @@ struct BundleResult {
   std::string outputDir;
 };
 
-/// The identity of this compiler build: the project version, the LLVM version
-/// and a hash of the binary that holds this code. Part of every cache key, so a
-/// rebuilt compiler never reuses entries of an older one.
-const std::string &getCompilerFingerprint();
-
 /// The project version, e.g. "0.1.0".
 llvm::StringRef getCompilerVersion();
-
-/// The cache key of `chip`'s code object: a hash of the compiler fingerprint
-/// and of every field of the chip's kernel groups that changes the code.
-std::string computeChipCacheKey(const std::vector<KernelGroupSpec> &groups,
-                                llvm::StringRef chip);
 
 /// Compiles every kernel of `chip` among `groups` into one code object,
 /// consulting and filling the cache of `options`; the groups are lowered on

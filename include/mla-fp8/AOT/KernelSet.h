@@ -9,8 +9,8 @@
 #ifndef MLA_FP8_AOT_KERNELSET_H
 #define MLA_FP8_AOT_KERNELSET_H
 
+#include "mla-fp8/ABI/KernelDescription.h"
 #include "mla-fp8/AOT/Presets.h"
-#include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Attrs.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -23,10 +23,10 @@
 
 namespace mlir::mlafp8 {
 
-/// Everything that decides which kernels are generated and how. Every field
-/// goes into the cache key.
+/// Everything that decides which kernels are generated and how, resolved and
+/// checked (Options.h resolves a user's request into it).
 struct KernelSetOptions {
-  /// The preset name, or "custom" for explicit dimensions.
+  /// The preset name, "<preset>-custom" or "custom" for explicit dimensions.
   std::string model = "deepseek-r1";
   ModelDims dims;
   /// Tensor-parallel degrees. When `tpExplicit` is false a degree that does
@@ -37,7 +37,8 @@ struct KernelSetOptions {
   /// unbounded, so larger M still runs.
   int64_t maxM = 1024;
   std::vector<std::string> chips = {"gfx942", "gfx950"};
-  WeightScale weightScale = WeightScale::PerTensor;
+  kernel_abi::WeightScaleMode weightScale =
+      kernel_abi::WeightScaleMode::PerTensor;
   /// "bf16" or "f16".
   std::string outType = "bf16";
   int64_t groupSize = 128;
@@ -45,40 +46,31 @@ struct KernelSetOptions {
   bool bias = false;
 };
 
-/// One batched matmul of the model at some TP degrees: Y[b] = X[b] W[b]^T.
-struct ProjectionShape {
-  /// "k_up" (q_nope x W_UK) or "v_up" (o x W_UV).
-  std::string name;
-  int64_t n = 0;
-  int64_t k = 0;
-  /// The batch sizes (heads per rank) this shape is used with.
+/// One compilation unit: one batched matmul of the model, Y[b] = X[b] W[b]^T,
+/// on one chip. It holds one kernel per M range.
+struct KernelGroupSpec {
+  /// "k_up" (q_nope x W_UK), "v_up" (o x W_UV) or an embedder's name.
+  std::string projection;
+  /// The batch sizes (heads per rank) and TP degrees the group serves. B is a
+  /// run-time value: they do not change the code.
   std::vector<int64_t> batches;
   std::vector<int64_t> tp;
-};
-
-/// One compilation unit: a projection shape on one chip. It holds one kernel
-/// per M range.
-struct KernelGroupSpec {
-  ProjectionShape shape;
-  std::string chip;
-  /// MLIR spelling of the fp8 type: the chip decides it.
-  std::string fp8Type;
-  std::string inType = "bf16";
-  std::string outType;
-  WeightScale weightScale = WeightScale::PerTensor;
-  int64_t groupSize = 128;
+  /// What decides the code of every kernel of the group.
+  kernel_abi::KernelDescription kernel;
+  /// The M ranges are planned up to this M; the last one is unbounded.
   int64_t maxM = 1024;
-  /// The kernels add a (B, N) bias.
-  bool hasBias = false;
 
   /// The stable, readable base of the kernel symbols, e.g.
   /// "mla_fp8_k_up_n512_k128_g128_bf16_pt_gfx942".
   std::string getBaseName() const;
 };
 
-/// Resolves the model and TP degrees into the distinct shapes, then crosses
-/// them with the chips. Errors name the problem (unknown chip, a TP degree
-/// that does not divide the heads, max M below 1, ...).
+/// Checks every option (the dimensions, max M, group size, types, chips, TP
+/// degrees); the error names the option and the value.
+llvm::Error checkKernelSetOptions(const KernelSetOptions &options);
+
+/// Checks the options, then resolves the model and TP degrees into the
+/// distinct shapes and crosses them with the chips.
 llvm::Expected<std::vector<KernelGroupSpec>>
 buildKernelSet(const KernelSetOptions &options);
 

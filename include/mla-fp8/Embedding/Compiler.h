@@ -14,6 +14,9 @@
 #ifndef MLA_FP8_EMBEDDING_COMPILER_H
 #define MLA_FP8_EMBEDDING_COMPILER_H
 
+#include "mla-fp8/ABI/KernelDescription.h"
+#include "mla-fp8/AOT/KernelSetRequest.h"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -38,22 +41,11 @@ TextResult parseAndPrint(const std::string &ir, bool generic = false);
 TextResult runPipeline(const std::string &ir, const std::string &pipeline,
                        bool generic = false);
 
-/// The kernels to generate, as mla-fp8-aot's options say them.
+/// A bundle to write.
 struct GenerateOptions {
-  std::string model = "deepseek-r1";
-  /// Overrides of the preset's dimensions; 0 keeps the preset's.
-  int64_t heads = 0, kvLoraRank = 0, qkNopeHeadDim = 0, vHeadDim = 0;
-  /// Empty: 1, 2, 4, 8, skipping degrees that do not divide the heads.
-  std::vector<int64_t> tp;
-  int64_t maxM = 1024;
-  /// Empty: gfx942 and gfx950.
-  std::vector<std::string> chips;
-  /// "per_tensor" or "per_batch".
-  std::string weightScale = "per_tensor";
-  std::string outType = "bf16";
-  int64_t groupSize = 128;
-  /// Also generate the kernels that add a (B, N) bias.
-  bool bias = false;
+  /// The kernels, as mla-fp8-aot's options say them: resolved by the same
+  /// code (AOT/Options.h), so the same values pass and fail alike.
+  KernelSetRequest kernels;
   std::string outputDir;
   /// Replace an mla-fp8 bundle in outputDir even if it holds other files
   /// (they are deleted); a directory that is not a bundle is never replaced.
@@ -85,13 +77,10 @@ GenerateResult generateBundle(const GenerateOptions &options);
 
 /// One projection shape on one chip.
 struct CompileSpecOptions {
-  int64_t n = 0, k = 0;
-  std::string chip;
+  /// The kernels' description; an empty fp8Type takes the chip's.
+  kernel_abi::KernelDescription kernel;
   std::string projection = "custom";
   std::vector<int64_t> batches;
-  int64_t groupSize = 128;
-  std::string outType = "bf16";
-  std::string weightScale = "per_tensor";
   int64_t maxM = 1024;
   bool withIsa = true;
 };
@@ -117,6 +106,8 @@ struct CompileSpecResult {
   /// code-object version.
   std::string targetId;
   unsigned codeObjectVersion = 0;
+  /// The description every kernel was compiled from (fp8Type filled in).
+  kernel_abi::KernelDescription kernel;
   std::vector<CompiledKernel> kernels;
 };
 

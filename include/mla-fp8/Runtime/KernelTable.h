@@ -9,6 +9,8 @@
 #ifndef MLA_FP8_RUNTIME_KERNELTABLE_H
 #define MLA_FP8_RUNTIME_KERNELTABLE_H
 
+#include "mla-fp8/ABI/KernelDescription.h"
+
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -53,18 +55,12 @@ struct KernelArg {
   bool isHidden() const { return kind.rfind("hidden_", 0) == 0; }
 };
 
-/// One kernel of a bundle, as the manifest describes it.
-struct KernelEntry {
-  std::string chip;
+/// One kernel of a bundle, as the manifest describes it: its description
+/// (chip, shape, formats, epilogue; a kernel without a bias never reads
+/// that argument) and how to launch it.
+struct KernelEntry : kernel_abi::KernelDescription {
   std::string symbol;
   std::string projection;
-  int64_t n = 0, k = 0, groupSize = 0;
-  std::string inType, fp8Type, outType;
-  /// "per_tensor" or "per_batch".
-  std::string wScale;
-  /// Whether the kernel adds its (B, N) bias argument (otherwise it never
-  /// reads it).
-  bool hasBias = false;
   /// The kernel serves minM <= M <= maxM; maxM 0 means no upper bound.
   int64_t minM = 0, maxM = 0;
   /// The tile's block_m (the grid's M divisor), block_n, waves and split_k.
@@ -132,16 +128,10 @@ struct LoadedChip {
   std::vector<KernelEntry> kernels;
 };
 
-/// What a kernel lookup matches on besides the chip and the shape.
-struct KernelQuery {
-  std::string chip;
-  int64_t n = 0, k = 0, m = 0;
-  std::string outType = "bf16";
-  std::string wScale = "per_tensor";
-  int64_t groupSize = 128;
-  std::string inType = "bf16";
-  /// Whether the kernel must add a (B, N) bias.
-  bool hasBias = false;
+/// What a kernel lookup matches: every field of the description except the
+/// fp8 type (the chip decides it), and the M a kernel must serve.
+struct KernelQuery : kernel_abi::KernelDescription {
+  int64_t m = 0;
 };
 
 /// A bundle read from disk: immutable after loading, so that pointers to its

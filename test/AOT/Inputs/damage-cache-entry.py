@@ -4,6 +4,7 @@ CACHE_DIR the way MODE says:
   truncate    cuts the entry in half
   no-kernels  rewrites the index with "kernels": [] and a valid checksum
   split-k     changes every split_k of the index, with a valid checksum
+  old-format  gives the entry an older format's header (checksum still valid)
 """
 import glob
 import hashlib
@@ -41,6 +42,8 @@ elif mode == "split-k":
     for kernel in parsed["kernels"]:
         kernel["tile"]["split_k"] = 2 if kernel["tile"]["split_k"] == 1 else 1
     out = rewrite(json.dumps(parsed, separators=(",", ":")).encode())
+elif mode == "old-format":
+    out = b"mla-fp8 cache entry 1\n" + rest
 else:
     sys.exit("unknown mode " + mode)
 open(path, "wb").write(out)

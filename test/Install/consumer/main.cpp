@@ -15,10 +15,14 @@ int main(int argc, char **argv) {
   }
   // DeepSeek-R1 TP8 K-up (N = 512, K = 128, B = 16) for gfx942.
   KernelGroupSpec spec;
-  spec.shape = {"k_up", /*n=*/512, /*k=*/128, /*batches=*/{16}, /*tp=*/{8}};
-  spec.chip = "gfx942";
-  spec.fp8Type = "f8E4M3FNUZ";
-  spec.outType = "bf16";
+  spec.projection = "k_up";
+  spec.batches = {16};
+  spec.tp = {8};
+  spec.kernel.chip = "gfx942";
+  spec.kernel.n = 512;
+  spec.kernel.k = 128;
+  spec.kernel.fp8Type = "f8E4M3FNUZ";
+  spec.kernel.outType = "bf16";
   spec.maxM = 64;
   auto compiled = compileKernelGroupToCodeObject(spec, /*withIsa=*/true);
   if (!compiled) {

@@ -1,7 +1,6 @@
-//===- KernelSetTest.cpp - presets, kernel sets and cache keys ------------===//
+//===- KernelSetTest.cpp - presets and kernel sets ------------------------===//
 
 #include "mla-fp8/AOT/KernelSet.h"
-#include "mla-fp8/AOT/Bundle.h"
 #include "mla-fp8/AOT/Presets.h"
 
 #include "llvm/Support/Error.h"
@@ -45,18 +44,18 @@ TEST(KernelSet, DefaultIsTwoShapesPerChip) {
   ASSERT_TRUE(static_cast<bool>(groups)) << llvm::toString(groups.takeError());
   ASSERT_EQ(groups->size(), 4u);
   const KernelGroupSpec &kUp = (*groups)[0];
-  EXPECT_EQ(kUp.chip, "gfx942");
-  EXPECT_EQ(kUp.shape.name, "k_up");
-  EXPECT_EQ(kUp.shape.n, 512);
-  EXPECT_EQ(kUp.shape.k, 128);
-  EXPECT_EQ(kUp.fp8Type, "f8E4M3FNUZ");
-  EXPECT_EQ(kUp.shape.batches, (std::vector<int64_t>{128, 64, 32, 16}));
+  EXPECT_EQ(kUp.kernel.chip, "gfx942");
+  EXPECT_EQ(kUp.projection, "k_up");
+  EXPECT_EQ(kUp.kernel.n, 512);
+  EXPECT_EQ(kUp.kernel.k, 128);
+  EXPECT_EQ(kUp.kernel.fp8Type, "f8E4M3FNUZ");
+  EXPECT_EQ(kUp.batches, (std::vector<int64_t>{128, 64, 32, 16}));
   const KernelGroupSpec &vUp = (*groups)[1];
-  EXPECT_EQ(vUp.shape.name, "v_up");
-  EXPECT_EQ(vUp.shape.n, 128);
-  EXPECT_EQ(vUp.shape.k, 512);
-  EXPECT_EQ((*groups)[2].chip, "gfx950");
-  EXPECT_EQ((*groups)[2].fp8Type, "f8E4M3FN");
+  EXPECT_EQ(vUp.projection, "v_up");
+  EXPECT_EQ(vUp.kernel.n, 128);
+  EXPECT_EQ(vUp.kernel.k, 512);
+  EXPECT_EQ((*groups)[2].kernel.chip, "gfx950");
+  EXPECT_EQ((*groups)[2].kernel.fp8Type, "f8E4M3FN");
 }
 
 TEST(KernelSet, DefaultDegreesThatDoNotDivideAreSkipped) {
@@ -65,8 +64,8 @@ TEST(KernelSet, DefaultDegreesThatDoNotDivideAreSkipped) {
   options.dims.heads = 12;
   auto groups = buildKernelSet(options);
   ASSERT_TRUE(static_cast<bool>(groups));
-  EXPECT_EQ((*groups)[0].shape.tp, (std::vector<int64_t>{1, 2, 4}));
-  EXPECT_EQ((*groups)[0].shape.batches, (std::vector<int64_t>{12, 6, 3}));
+  EXPECT_EQ((*groups)[0].tp, (std::vector<int64_t>{1, 2, 4}));
+  EXPECT_EQ((*groups)[0].batches, (std::vector<int64_t>{12, 6, 3}));
 }
 
 TEST(KernelSet, ExplicitDegreeThatDoesNotDivideIsAnError) {
@@ -86,15 +85,15 @@ TEST(KernelSet, RejectsBadOptions) {
   options = r1Options();
   options.maxM = 0;
   EXPECT_EQ(errorOf(buildKernelSet(options)),
-            "--max-m must be between 1 and 2147483647, got 0");
+            "max_m must be between 1 and 2147483647, got 0");
   // Above what the loader accepts: refused before a bundle is written.
   options.maxM = int64_t(1) << 31;
   EXPECT_EQ(errorOf(buildKernelSet(options)),
-            "--max-m must be between 1 and 2147483647, got 2147483648");
+            "max_m must be between 1 and 2147483647, got 2147483648");
   options = r1Options();
   options.outType = "f32";
   EXPECT_EQ(errorOf(buildKernelSet(options)),
-            "output type must be bf16 or f16, got 'f32'");
+            "out_type must be bf16 or f16, got 'f32'");
   options = r1Options();
   options.tp = {0};
   EXPECT_EQ(errorOf(buildKernelSet(options)),
@@ -108,7 +107,7 @@ TEST(KernelSet, DuplicateDegreesAndChipsCollapse) {
   auto groups = buildKernelSet(options);
   ASSERT_TRUE(static_cast<bool>(groups));
   EXPECT_EQ(groups->size(), 2u);
-  EXPECT_EQ((*groups)[0].shape.batches, (std::vector<int64_t>{16, 32}));
+  EXPECT_EQ((*groups)[0].batches, (std::vector<int64_t>{16, 32}));
 }
 
 TEST(KernelSet, NamesTellOptionsApart) {
@@ -116,7 +115,7 @@ TEST(KernelSet, NamesTellOptionsApart) {
   options.chips = {"gfx942"};
   std::string base = (*buildKernelSet(options))[0].getBaseName();
   EXPECT_EQ(base, "mla_fp8_k_up_n512_k128_g128_bf16_pt_gfx942");
-  options.weightScale = WeightScale::PerBatch;
+  options.weightScale = kernel_abi::WeightScaleMode::PerBatch;
   EXPECT_EQ((*buildKernelSet(options))[0].getBaseName(),
             "mla_fp8_k_up_n512_k128_g128_bf16_pb_gfx942");
   options.outType = "f16";
@@ -131,54 +130,10 @@ TEST(KernelSet, BiasAddsTheBiasVariants) {
   auto groups = buildKernelSet(options);
   ASSERT_TRUE(static_cast<bool>(groups));
   ASSERT_EQ(groups->size(), 4u);
-  EXPECT_FALSE((*groups)[0].hasBias);
-  EXPECT_TRUE((*groups)[2].hasBias);
+  EXPECT_FALSE((*groups)[0].kernel.hasBias);
+  EXPECT_TRUE((*groups)[2].kernel.hasBias);
   EXPECT_EQ((*groups)[2].getBaseName(),
             "mla_fp8_k_up_n512_k128_g128_bf16_pt_bias_gfx950");
-}
-
-/// Every option that changes a kernel changes the key; TP degrees (B is a
-/// run-time value) do not.
-TEST(CacheKey, CoversEveryOptionThatChangesTheCode) {
-  auto keyOf = [](const KernelSetOptions &options) {
-    auto groups = buildKernelSet(options);
-    EXPECT_TRUE(static_cast<bool>(groups));
-    return computeChipCacheKey(*groups, "gfx942");
-  };
-  KernelSetOptions base = r1Options();
-  std::string key = keyOf(base);
-  EXPECT_EQ(key.size(), 64u);
-  EXPECT_EQ(key, keyOf(base));
-
-  KernelSetOptions other = base;
-  other.tp = {8};
-  EXPECT_EQ(keyOf(other), key);
-
-  std::vector<KernelSetOptions> changed(7, base);
-  changed[6].bias = true;
-  changed[0].maxM = 512;
-  changed[1].weightScale = WeightScale::PerBatch;
-  changed[2].outType = "f16";
-  changed[3].groupSize = 64;
-  changed[4].dims.kvLoraRank = 256;
-  changed[5].dims.vHeadDim = 64;
-  std::vector<std::string> keys = {key};
-  for (const KernelSetOptions &options : changed) {
-    std::string k = keyOf(options);
-    for (const std::string &seen : keys)
-      EXPECT_NE(k, seen);
-    keys.push_back(k);
-  }
-  auto groups = buildKernelSet(base);
-  EXPECT_NE(computeChipCacheKey(*groups, "gfx950"), key);
-}
-
-TEST(CacheKey, FingerprintNamesVersionsAndBinary) {
-  const std::string &fingerprint = getCompilerFingerprint();
-  EXPECT_NE(fingerprint.find("mla-fp8 " + getCompilerVersion().str()),
-            std::string::npos);
-  EXPECT_NE(fingerprint.find("LLVM 22"), std::string::npos);
-  EXPECT_NE(fingerprint.find("binary "), std::string::npos);
 }
 
 } // namespace

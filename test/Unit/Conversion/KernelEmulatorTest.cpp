@@ -137,7 +137,8 @@ runtime::KernelEntry describeKernel(const Case &c, const TileConfig &tile,
   e.groupSize = c.groupSize;
   e.inType = e.outType = c.f16 ? "f16" : "bf16";
   e.fp8Type = c.chip == "gfx942" ? "f8E4M3FNUZ" : "f8E4M3FN";
-  e.wScale = c.perBatch ? "per_batch" : "per_tensor";
+  e.weightScale = c.perBatch ? kernel_abi::WeightScaleMode::PerBatch
+                             : kernel_abi::WeightScaleMode::PerTensor;
   e.hasBias = c.bias;
   e.minM = tile.minM;
   e.maxM = tile.maxM;

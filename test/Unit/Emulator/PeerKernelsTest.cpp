@@ -57,7 +57,7 @@ runtime::VerifyResult verifyPeer(const std::string &dir, const PeerKernel &pk,
   peer.groupSize = 128;
   peer.inType = peer.outType = "bf16";
   peer.fp8Type = "f8E4M3FNUZ";
-  peer.wScale = "per_tensor";
+  peer.weightScale = kernel_abi::WeightScaleMode::PerTensor;
   runtime::TritonPeerLaunch launch;
   launch.tileM = pk.tileM;
   launch.tileN = pk.tileN;

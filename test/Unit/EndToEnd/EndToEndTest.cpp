@@ -147,12 +147,12 @@ TEST(Options, PerBatchDescaleAndF16Output) {
   KernelSetOptions options = defaultOptions();
   options.chips = {"gfx942", "gfx950"};
   options.maxM = 32;
-  options.weightScale = WeightScale::PerBatch;
+  options.weightScale = kernel_abi::WeightScaleMode::PerBatch;
   options.outType = "f16";
   const LoadedBundle &bundle = getBundle(options, "per-batch-f16");
   for (const runtime::LoadedChip &chip : bundle.chips)
     for (const KernelEntry &kernel : chip.kernels) {
-      ASSERT_EQ(kernel.wScale, "per_batch");
+      ASSERT_EQ(kernel.weightScale, kernel_abi::WeightScaleMode::PerBatch);
       ASSERT_EQ(kernel.outType, "f16");
       for (int64_t m : {kernel.minM, kernel.minM + 3}) {
         VerifyProblem p;
@@ -269,7 +269,7 @@ TEST(Verify, CatchesAWrongResult) {
   const KernelEntry *kernel = bundle.findKernel("gfx942", 512, 128, 4);
   ASSERT_NE(kernel, nullptr);
   KernelEntry mislabeled = *kernel;
-  mislabeled.wScale = "per_batch";
+  mislabeled.weightScale = kernel_abi::WeightScaleMode::PerBatch;
   VerifyProblem p;
   p.batch = 3;
   p.m = 4;

@@ -235,7 +235,9 @@ void runRandomCase(const RandomConfig &c, unsigned seed) {
   reference.inType = getTypeName(c.inputType);
   reference.outType = getTypeName(c.outType);
   reference.fp8Type = getFP8FormatName(c.format);
-  reference.wScale = c.perBatchDescale ? "per_batch" : "per_tensor";
+  reference.weightScale = c.perBatchDescale
+                              ? kernel_abi::WeightScaleMode::PerBatch
+                              : kernel_abi::WeightScaleMode::PerTensor;
   reference.hasBias = c.bias;
   runtime::VerifyProblem problem;
   problem.batch = c.B;

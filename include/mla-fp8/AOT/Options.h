@@ -1,0 +1,35 @@
+//===- Options.h - one resolution of the kernel-set options ----*- C++ -*-===//
+//
+// The one resolution of what a user asks for (KernelSetRequest.h), on
+// mla-fp8-aot's command line or through the embedding API, into checked
+// KernelSetOptions: both entry points accept the same values and reject bad
+// ones with the same message.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MLA_FP8_AOT_OPTIONS_H
+#define MLA_FP8_AOT_OPTIONS_H
+
+#include "mla-fp8/AOT/KernelSet.h"
+#include "mla-fp8/AOT/KernelSetRequest.h"
+
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+
+namespace mlir::mlafp8 {
+
+/// The largest number of heads and the largest MLA dimension: heads become a
+/// grid dimension and the dimensions a GEMM's N and K, bounded well inside
+/// what a launch and a kernel can address (and what a loader accepts).
+inline constexpr int64_t kMaxModelDimension = 65536;
+
+/// Applies the preset and the overrides, parses the names and checks the
+/// result (checkKernelSetOptions); the error is one line naming the option
+/// (by its manifest key, e.g. "kv_lora_rank") and the value.
+llvm::Expected<KernelSetOptions>
+resolveKernelSetOptions(const KernelSetRequest &request);
+
+} // namespace mlir::mlafp8
+
+#endif // MLA_FP8_AOT_OPTIONS_H
