@@ -13,7 +13,7 @@ using llvm::StringRef;
 // Empty feature strings on purpose: xnack and sramecc stay "any", so the code
 // object's target id is plain "gfx942"/"gfx950" and it loads whatever mode the
 // driver runs the GPU in.
-static const ChipInfo kChips[] = {
+static constexpr ChipInfo kChips[] = {
     {
         /*name=*/"gfx942",
         /*marketingNames=*/"AMD Instinct MI300X, MI300A, MI325X",

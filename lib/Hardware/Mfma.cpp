@@ -9,8 +9,9 @@ static constexpr uint8_t kCDNA4 = static_cast<uint8_t>(Arch::CDNA4);
 
 // Adding an MFMA is adding its row here: the chips that have it, the tile
 // verifier, tile selection and the generator read this table. The layouts
-// are ISA-NOTES.md §4 ("Layouts").
-static const MfmaLayout kMfmas[] = {
+// are ISA-NOTES.md §4 ("Layouts"). constexpr: the records exist before any
+// global initializer of another file runs.
+static constexpr MfmaLayout kMfmas[] = {
     // shape, mnemonic, m, n, k, kPerRun, runs, accRowsPerRun, cycles,
     // f8f6f4, blockScaled, archs
     {"m16n16k32", "v_mfma_f32_16x16x32_fp8_fp8", 16, 16, 32, 8, 1, 4, 16, false,

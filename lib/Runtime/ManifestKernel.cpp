@@ -93,9 +93,22 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
     e.blockN = r.getInt(*tile, "block_n", tilePath, 1, kMaxTileDim);
     e.waves = r.getInt(*tile, "waves", tilePath, 1, kernel_abi::kMaxWaves);
     e.splitK = r.getInt(*tile, "split_k", tilePath, 1, kMaxSplitK);
-    r.getInt(*tile, "stages", tilePath, 1, 64);
-    r.getInt(*tile, "occupancy", tilePath, 1, 64);
-    r.getString(*tile, "mfma", tilePath);
+    // What the tile verifier accepts, so that a bundle never claims a tile
+    // the compiler would refuse.
+    r.getInt(*tile, "stages", tilePath, 1, kernel_abi::kMaxTileStages);
+    r.getInt(*tile, "occupancy", tilePath, kernel_abi::kTileOccupancy,
+             kernel_abi::kTileOccupancy);
+    std::string mfma = r.getString(*tile, "mfma", tilePath);
+    if (!r.failed()) {
+      const MfmaLayout *record = lookupMfma(mfma);
+      const ChipInfo *chip = lookupChip(e.chip);
+      if (!record)
+        r.fail(R::join(tilePath, "mfma"),
+               "'" + mfma + "' is not an fp8 MFMA shape");
+      else if (chip && !chip->hasMfma(*record))
+        r.fail(R::join(tilePath, "mfma"),
+               e.chip + " has no " + record->mnemonic.str());
+    }
     if (r.getInt(*tile, "min_m", tilePath, 1, kMaxManifestM) != e.minM &&
         !r.failed())
       r.fail(R::join(tilePath, "min_m"), "differs from the kernel's min_m");

@@ -117,6 +117,14 @@ inline constexpr int64_t kMaxSplitK = 1024;
 inline constexpr int64_t kMaxWaves = 16;
 inline constexpr int64_t kMaxN = int64_t(1) << 24;
 
+/// The most K-groups a kernel keeps in flight (a tile's `stages`): 2
+/// prefetches the next group; deeper pipelines are not generated.
+inline constexpr int64_t kMaxTileStages = 2;
+
+/// The one `occupancy` a tile may have: the generator does not size
+/// registers by occupancy yet, so no other value would have an effect.
+inline constexpr int64_t kTileOccupancy = 2;
+
 /// What a launch of one kernel depends on besides M and B.
 struct LaunchShape {
   int64_t n = 0;

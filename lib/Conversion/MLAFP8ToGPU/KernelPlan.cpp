@@ -27,6 +27,9 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
   auto fail = [](const Twine &message) {
     return llvm::createStringError(message);
   };
+  // The MFMA records describe their layouts over the ABI's waves.
+  static_assert(kMfmaWaveSize == kernel_abi::kWaveSize,
+                "the MFMA layouts and the kernel ABI disagree on the wave");
   const MfmaLayout &mfma = *tile.getMfma();
   // The f8f6f4 MFMAs take 32 operand bytes per lane in two runs; the loads
   // and the LDS layout below assume one run.

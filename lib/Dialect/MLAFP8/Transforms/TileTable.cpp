@@ -33,8 +33,9 @@ using namespace mlir;
 using namespace mlir::mlafp8;
 
 ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
-  // Built on first use: the MFMA records are globals of another file, which
-  // may be initialized after this file's.
+  // Built on first use, so that the table never depends on the order in
+  // which files' globals are initialized (the MFMA records themselves are
+  // constant-initialized).
   static const MfmaLayout *const k16 = lookupMfma("m16n16k32");
   static const MfmaLayout *const k32 = lookupMfma("m32n32k16");
 

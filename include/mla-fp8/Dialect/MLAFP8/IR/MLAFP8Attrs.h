@@ -3,6 +3,7 @@
 #ifndef MLAFP8_DIALECT_MLAFP8_IR_MLAFP8ATTRS_H
 #define MLAFP8_DIALECT_MLAFP8_IR_MLAFP8ATTRS_H
 
+#include "mla-fp8/ABI/KernelABI.h"
 #include "mla-fp8/Hardware/Mfma.h"
 
 #include "mlir/IR/Attributes.h"
@@ -13,13 +14,11 @@
 
 namespace mlir::mlafp8 {
 
-/// The most K-groups a kernel keeps in flight (`stages` of #mlafp8.tile):
-/// stages 2 prefetches the next group; deeper pipelines are not generated.
-inline constexpr int64_t kMaxTileStages = 2;
-
-/// The one `occupancy` #mlafp8.tile accepts: the generator does not size
-/// registers by occupancy yet, so no other value would have an effect.
-inline constexpr int64_t kTileOccupancy = 2;
+/// The most K-groups a kernel keeps in flight, and the one occupancy the
+/// generator honours: kernel_abi owns both, so that bundles are checked
+/// against the same values.
+using kernel_abi::kMaxTileStages;
+using kernel_abi::kTileOccupancy;
 
 /// How #mlafp8.tile holds its MFMA: a record of getMfmaLayouts() (one name,
 /// because ODS spells the parameter type in a functional cast).
