@@ -54,8 +54,8 @@ from .formats import (FP8_FORMATS, fp8_max, to_bf16_bits, from_bf16_bits,
 from .reference import (reference_prequant_bmm, quantize_weights,
                         reencode_e4m3fn_to_fnuz)
 from .bundle import Bundle, BundleError, Kernel, load_bundle
-from .weights import (fp8_format_for_chip, quantize_weights_for_chip,
-                      convert_ocp_weights_for_chip)
+from .weights import (supported_chips, fp8_format_for_chip,
+                      quantize_weights_for_chip, convert_ocp_weights_for_chip)
 from .emulator import run_kernel_emulated
 from .serving import (
     batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant,
@@ -96,7 +96,8 @@ __all__ = [
     "from_f16_bits", "quantize_fp8", "dequantize_fp8",
     "reference_prequant_bmm", "quantize_weights", "reencode_e4m3fn_to_fnuz",
     "parse_and_print", "run_pipeline", "Bundle", "BundleError", "Kernel",
-    "load_bundle", "compile_spec", "generate_bundle", "fp8_format_for_chip",
+    "load_bundle", "compile_spec", "generate_bundle", "supported_chips",
+    "fp8_format_for_chip",
     "quantize_weights_for_chip", "convert_ocp_weights_for_chip",
     "run_kernel_emulated",
     "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",

@@ -432,6 +432,26 @@ PYBIND11_MODULE(_mla_fp8, m) {
   m.def("reference_prequant_bmm", &callReferencePrequantBmm);
   m.def("rows_overlap", &doRowsOverlap,
         "Whether distinct (b, m) rows of n elements at these strides overlap");
+  m.def(
+      "chips",
+      [] {
+        py::list chips;
+        for (const embedding::ChipSummary &c : embedding::listChips()) {
+          py::dict d;
+          d["name"] = c.name;
+          d["marketing_names"] = c.marketingNames;
+          d["architecture"] = c.architecture;
+          d["fp8_e4m3_type"] = c.fp8E4M3Type;
+          d["fp8_e5m2_type"] = c.fp8E5M2Type;
+          d["wave_size"] = c.waveSize;
+          d["lds_bytes_per_workgroup"] = c.ldsBytesPerWorkgroup;
+          d["num_cus"] = c.numCUs;
+          d["mfmas"] = c.mfmas;
+          chips.append(d);
+        }
+        return chips;
+      },
+      "The chip table: one dict per supported chip");
   m.def("limits", [] {
     py::dict d;
     d["kernel_max_elements"] = runtime::kKernelMaxElements;

@@ -96,3 +96,19 @@ def test_errors_name_the_argument():
         mla_fp8.to_bf16_bits(np.array(["a"]))
     with pytest.raises(TypeError, match="saturate"):
         mla_fp8.quantize_fp8([1.0], "f8E4M3FN", saturate="yes")
+
+
+def test_chip_table_comes_from_the_native_table():
+    chips = {c["name"]: c for c in mla_fp8.supported_chips()}
+    assert list(chips) == ["gfx942", "gfx950"]
+    assert chips["gfx942"]["fp8_e4m3_type"] == "f8E4M3FNUZ"
+    assert chips["gfx950"]["fp8_e4m3_type"] == "f8E4M3FN"
+    assert chips["gfx950"]["lds_bytes_per_workgroup"] == 160 * 1024
+    assert all(c["wave_size"] == 64 for c in chips.values())
+    # gfx950's f8f6f4 MFMAs follow from its architecture's records.
+    assert "v_mfma_f32_16x16x128_f8f6f4" in chips["gfx950"]["mfmas"]
+    assert "v_mfma_f32_16x16x128_f8f6f4" not in chips["gfx942"]["mfmas"]
+    assert mla_fp8.weights.CHIP_FP8_FORMATS == {
+        name: c["fp8_e4m3_type"] for name, c in chips.items()}
+    with pytest.raises(ValueError, match="gfx942, gfx950"):
+        mla_fp8.fp8_format_for_chip("gfx90a")

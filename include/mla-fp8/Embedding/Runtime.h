@@ -16,8 +16,28 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mlir::mlafp8::embedding {
+
+/// One row of the chip table (Hardware/Chip.h) in plain types.
+struct ChipSummary {
+  std::string name;
+  std::string marketingNames;
+  /// "CDNA3" or "CDNA4".
+  std::string architecture;
+  /// The fp8 types the chip's kernels take, e.g. "f8E4M3FNUZ".
+  std::string fp8E4M3Type;
+  std::string fp8E5M2Type;
+  unsigned waveSize = 0;
+  unsigned ldsBytesPerWorkgroup = 0;
+  unsigned numCUs = 0;
+  /// The fp8 MFMA mnemonics the chip implements.
+  std::vector<std::string> mfmas;
+};
+
+/// Every supported chip, in the chip table's order.
+std::vector<ChipSummary> listChips();
 
 /// Loads a bundle directory (Runtime/Bundle.h); null with `error` set on
 /// failure.
