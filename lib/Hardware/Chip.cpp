@@ -108,13 +108,19 @@ const ChipInfo *mlir::mlafp8::lookupChipByElfMach(unsigned elfMach) {
   return nullptr;
 }
 
+std::string mlir::mlafp8::joinChipNames(StringRef separator) {
+  std::string names;
+  for (const ChipInfo &chip : kChips) {
+    if (!names.empty())
+      names += separator;
+    names += chip.name;
+  }
+  return names;
+}
+
 std::string mlir::mlafp8::describeUnsupportedChip(StringRef name) {
-  std::string message;
-  llvm::raw_string_ostream os(message);
-  os << "unknown chip '" << name << "'; supported chips: ";
-  llvm::interleaveComma(kChips, os,
-                        [&](const ChipInfo &chip) { os << chip.name; });
-  return message;
+  return ("unknown chip '" + name + "'; supported chips: " + joinChipNames())
+      .str();
 }
 
 /// The builtin fp8 types and the encoding family each belongs to; E4M3/E5M2

@@ -60,9 +60,12 @@ static cl::opt<int64_t>
          cl::desc("Largest token count the M ranges are planned for; larger "
                   "M runs on the last range (default 1024)"),
          cl::init(1024), cl::cat(category));
-static cl::list<std::string>
-    chips("chips", cl::desc("Target chips (default gfx942,gfx950)"),
-          cl::CommaSeparated, cl::cat(category));
+// Initialized before `chips` (same file, earlier); the chip table is
+// constant, so its names exist already.
+static const std::string chipsHelp =
+    "Target chips (default " + joinChipNames(",") + ")";
+static cl::list<std::string> chips("chips", cl::desc(chipsHelp),
+                                   cl::CommaSeparated, cl::cat(category));
 static cl::opt<std::string>
     weightScale("weight-scale",
                 cl::desc("Weight descale: per-tensor (default) or per-batch"),

@@ -1,6 +1,7 @@
 //===- mla-fp8-emu.cpp - Run a code object's kernel on the CPU ------------===//
 
 #include "mla-fp8/Emulator/Emulator.h"
+#include "mla-fp8/Hardware/Chip.h"
 #include "mla-fp8/Reference/Formats.h"
 #include "mla-fp8/Runtime/Bundle.h"
 #include "mla-fp8/Runtime/Limits.h"
@@ -243,10 +244,11 @@ static int runBundle() {
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "mla-fp8-emu: runs a kernel of an AMDGPU code object (gfx942, gfx950) "
-      "on the CPU emulator\n\n"
+  std::string overview =
+      "mla-fp8-emu: runs a kernel of an AMDGPU code "
+      "object (" +
+      joinChipNames() +
+      ") on the CPU emulator\n\n"
       "Generic mode: --kernel, --grid, --block, --lds and --arg describe the "
       "launch.\nPrequant-bmm mode (--abi): random inputs for B, M, N, K, run, "
       "and a comparison with the reference.\nBundle mode (the input is an "
@@ -254,7 +256,8 @@ int main(int argc, char **argv) {
       "--chip, --N, --K (default 512, 128) and --M, on random inputs,\n"
       "compared with the reference.\nBundle check (--check-bundle DIR): "
       "verifies a copied or downloaded bundle with every\ncheck the loader "
-      "makes and prints one OK line, or the error (exit 1).\n");
+      "makes and prints one OK line, or the error (exit 1).\n";
+  cl::ParseCommandLineOptions(argc, argv, overview);
 
   if (checkBundleOpt) {
     if (!sys::fs::is_directory(inputFile))

@@ -12,6 +12,7 @@
 #include "mla-fp8/ABI/KernelDescription.h"
 #include "mla-fp8/AOT/Presets.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
+#include "mla-fp8/Hardware/Chip.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -22,6 +23,14 @@
 #include <vector>
 
 namespace mlir::mlafp8 {
+
+/// The chips a kernel set targets by default: every row of the chip table.
+inline std::vector<std::string> getDefaultChips() {
+  std::vector<std::string> names;
+  for (const ChipInfo &chip : getSupportedChips())
+    names.push_back(chip.name.str());
+  return names;
+}
 
 /// Everything that decides which kernels are generated and how, resolved and
 /// checked (Options.h resolves a user's request into it).
@@ -36,7 +45,8 @@ struct KernelSetOptions {
   /// Every M from 1 to maxM is served by a kernel range; the last range is
   /// unbounded, so larger M still runs.
   int64_t maxM = 1024;
-  std::vector<std::string> chips = {"gfx942", "gfx950"};
+  /// Default: every chip of the chip table.
+  std::vector<std::string> chips = getDefaultChips();
   kernel_abi::WeightScaleMode weightScale =
       kernel_abi::WeightScaleMode::PerTensor;
   /// "bf16" or "f16".

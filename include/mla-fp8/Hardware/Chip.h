@@ -96,6 +96,10 @@ const ChipInfo *lookupChip(llvm::StringRef name);
 /// Returns the chip whose EF_AMDGPU_MACH value is `elfMach`, or null.
 const ChipInfo *lookupChipByElfMach(unsigned elfMach);
 
+/// The supported chips' names, e.g. "gfx942, gfx950" (for messages, help
+/// texts and defaults).
+std::string joinChipNames(llvm::StringRef separator = ", ");
+
 /// Returns e.g. "unknown chip 'gfx90a'; supported chips: gfx942, gfx950".
 std::string describeUnsupportedChip(llvm::StringRef name);
 
