@@ -9,6 +9,7 @@
 #define MLA_FP8_TARGET_CHIP_H
 
 #include "mla-fp8/Hardware/Chip.h"
+#include "mlir/IR/Location.h"
 #include "mlir/IR/Types.h"
 
 namespace mlir::mlafp8 {
@@ -16,6 +17,10 @@ namespace mlir::mlafp8 {
 /// As checkFP8FormatForChip(const ChipInfo &, StringRef), for an MLIR type.
 std::optional<std::string> checkFP8FormatForChip(const ChipInfo &chip,
                                                  Type type);
+
+/// The chip named by a pass's `chip` option, or null after emitting, at
+/// `loc`, the error that lists the supported chips.
+const ChipInfo *lookupChipOrEmitError(Location loc, StringRef name);
 
 } // namespace mlir::mlafp8
 

@@ -30,11 +30,9 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    const ChipInfo *chipInfo = lookupChip(chip);
-    if (!chipInfo) {
-      emitError(module.getLoc()) << describeUnsupportedChip(chip);
+    const ChipInfo *chipInfo = lookupChipOrEmitError(module.getLoc(), chip);
+    if (!chipInfo)
       return signalPassFailure();
-    }
     SerializationOptions options;
     options.optLevel = optLevel;
     StringRef extension;

@@ -38,11 +38,9 @@ struct ConvertMLAFP8ToGPUPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    const ChipInfo *chipInfo = lookupChip(chip);
-    if (!chipInfo) {
-      emitError(module.getLoc()) << describeUnsupportedChip(chip);
+    const ChipInfo *chipInfo = lookupChipOrEmitError(module.getLoc(), chip);
+    if (!chipInfo)
       return signalPassFailure();
-    }
     SmallVector<PrequantBmmOp> ops;
     module.walk([&](PrequantBmmOp op) { ops.push_back(op); });
     if (ops.empty())

@@ -22,11 +22,10 @@ struct SelectTilesPass
   using Base::Base;
 
   void runOnOperation() override {
-    const ChipInfo *chipInfo = lookupChip(chip);
-    if (!chipInfo) {
-      emitError(getOperation()->getLoc()) << describeUnsupportedChip(chip);
+    const ChipInfo *chipInfo =
+        lookupChipOrEmitError(getOperation()->getLoc(), chip);
+    if (!chipInfo)
       return signalPassFailure();
-    }
     WalkResult result = getOperation()->walk([&](PrequantBmmOp op) {
       if (std::optional<std::string> message = checkFP8FormatForChip(
               *chipInfo, op.getW().getType().getElementType())) {
