@@ -15,11 +15,9 @@ using namespace mlir::mlafp8;
 
 llvm::json::Value mlir::mlafp8::tileToJSON(const TileConfig &t) {
   return llvm::json::Object{
-      {"min_m", t.minM},         {"max_m", t.maxM},
-      {"block_m", t.blockM},     {"block_n", t.blockN},
-      {"waves", t.waves},        {"mfma", t.mfma->shapeName},
-      {"split_k", t.splitK},     {"stages", t.stages},
-      {"occupancy", t.occupancy}};
+      {"min_m", t.minM},     {"max_m", t.maxM},    {"block_m", t.blockM},
+      {"block_n", t.blockN}, {"waves", t.waves},   {"mfma", t.mfma->shapeName},
+      {"split_k", t.splitK}, {"stages", t.stages}, {"occupancy", t.occupancy}};
 }
 
 static kernel_abi::LaunchShape getLaunchShape(const BundleKernel &k) {
@@ -71,6 +69,25 @@ static llvm::json::Object renderGrid(const BundleKernel &k) {
   return grid;
 }
 
+/// Writes every field of the kernel's description under its manifest key,
+/// through the description's one field list, so that a new field reaches
+/// the manifest without an edit here. The chip is the enclosing chip
+/// entry's, not repeated per kernel.
+static void writeDescription(const kernel_abi::KernelDescription &d,
+                             llvm::json::Object &kernel) {
+  auto toJSON = [](const auto &value) -> llvm::json::Value {
+    using T = std::decay_t<decltype(value)>;
+    if constexpr (std::is_same_v<T, kernel_abi::WeightScaleMode>)
+      return llvm::StringRef(kernel_abi::stringifyWeightScaleMode(value));
+    else
+      return value;
+  };
+  kernel_abi::forEachField(d, [&](llvm::StringRef key, const auto &value) {
+    if (key != "chip")
+      kernel[key] = toJSON(value);
+  });
+}
+
 std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
                                          const std::vector<ChipBundle> &chips) {
   const KernelSetOptions &ks = options.kernels;
@@ -81,20 +98,11 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
       const kernel_abi::KernelDescription &g = k.group.kernel;
       std::array<int64_t, 3> wg =
           kernel_abi::getWorkgroupSize(getLaunchShape(k));
-      kernels.push_back(llvm::json::Object{
+      llvm::json::Object kernel{
           {"symbol", k.symbol},
           {"projection", k.group.projection},
-          {"n", g.n},
-          {"k", g.k},
-          {"group_size", g.groupSize},
           {"batches", llvm::json::Array(k.group.batches)},
           {"tp", llvm::json::Array(k.group.tp)},
-          {"in_type", g.inType},
-          {"fp8_type", g.fp8Type},
-          {"out_type", g.outType},
-          {"has_bias", g.hasBias},
-          {"w_scale", llvm::StringRef(
-                          kernel_abi::stringifyWeightScaleMode(g.weightScale))},
           {"min_m", k.tile.minM},
           {"max_m", k.tile.maxM},
           {"tile", tileToJSON(k.tile)},
@@ -114,7 +122,9 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
           {"kernarg_size", static_cast<int64_t>(k.metadata.kernargSegmentSize)},
           {"kernarg_align",
            static_cast<int64_t>(k.metadata.kernargSegmentAlign)},
-          {"args", renderArguments(k)}});
+          {"args", renderArguments(k)}};
+      writeDescription(g, kernel);
+      kernels.push_back(std::move(kernel));
     }
     chipArray.push_back(llvm::json::Object{
         {"chip", chip.chip},
