@@ -89,6 +89,8 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
                 "x" + Twine(tile.getBlockN()) +
                 " tile is beyond the kernel ABI's bounds");
   p.workspaceBlockElements = *blockBytes / 4;
+  p.workspaceCountersElement =
+      *kernel_abi::getWorkspaceCountersOffset(p.launch) / 4;
   // X rows start at multiples of 8 elements when K is (see the ABI); a W row
   // starts at n * K bytes.
   p.xAlign = p.k % 8 == 0 ? 16 : 2;

@@ -114,6 +114,8 @@ TEST_F(KernelPlanTest, ThirtyTwoByThirtyTwoWithSplitK) {
   // The ABI's workspace block, in f32 elements.
   EXPECT_EQ(plan->workspaceBlockElements * 4,
             *kernel_abi::getWorkspaceBytesPerBlock(plan->launch));
+  // The counters follow the partials: 2 N tiles x 2 splits x 64 x 64.
+  EXPECT_EQ(plan->workspaceCountersElement, 2 * 2 * 64 * 64);
 }
 
 TEST_F(KernelPlanTest, ShortGroupsLoadOneStepPerUnit) {
