@@ -56,7 +56,9 @@ struct SerializePass : mlafp8::impl::MLAFP8SerializePassBase<SerializePass> {
     }
     if (optLevel > 3) {
       emitError(module.getLoc())
-          << "opt-level must be 0 to 3, got " << optLevel;
+          << "opt-level must be 0 to 3, got "
+          // The option itself would print as a character.
+          << static_cast<unsigned>(optLevel);
       return signalPassFailure();
     }
 

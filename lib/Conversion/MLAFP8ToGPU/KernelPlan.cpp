@@ -31,13 +31,14 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
   static_assert(kMfmaWaveSize == kernel_abi::kWaveSize,
                 "the MFMA layouts and the kernel ABI disagree on the wave");
   const MfmaLayout &mfma = *tile.getMfma();
+  // What the chip lacks is the first reason, whatever the generator lowers.
+  if (!chip.hasMfma(mfma))
+    return fail(Twine(chip.name) + " has no " + mfma.mnemonic);
   // The f8f6f4 MFMAs take 32 operand bytes per lane in two runs; the loads
   // and the LDS layout below assume one run.
   if (mfma.f8f6f4)
     return fail("the generator does not lower " + mfma.mnemonic +
                 " (mfma = " + mfma.shapeName + ") yet");
-  if (!chip.hasMfma(mfma))
-    return fail(Twine(chip.name) + " has no " + mfma.mnemonic);
   if (chip.waveSize != kernel_abi::kWaveSize)
     return fail(Twine(chip.name) + " runs waves of " + Twine(chip.waveSize) +
                 " lanes; the kernels are written for " +
@@ -91,6 +92,8 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
                 "x" + Twine(tile.getBlockN()) +
                 " tile is beyond the kernel ABI's bounds");
   p.workspaceBlockElements = *blockBytes / 4;
+  p.workspaceCountersElement =
+      *kernel_abi::getWorkspaceCountersOffset(p.launch) / 4;
   // X rows start at multiples of 8 elements when K is (see the ABI); a W row
   // starts at n * K bytes.
   p.xAlign = p.k % 8 == 0 ? 16 : 2;

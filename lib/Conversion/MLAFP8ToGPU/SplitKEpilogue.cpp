@@ -80,8 +80,7 @@ void SplitKEpilogue::emit(ValueRange accs) {
   // counter (the workspace is reusable without re-zeroing) and tells the
   // workgroup through LDS (ldsScales is free: every wave has passed the
   // barrier above, after its last read of the scales).
-  Value counterIndex =
-      add(add(blockBase, p.nTiles * splitK * tileElements), nTile);
+  Value counterIndex = add(add(blockBase, p.workspaceCountersElement), nTile);
   Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, tid, cst(0));
   emitIf(first, [&] {
     Value counter = workspaceCounter(counterIndex);

@@ -57,7 +57,7 @@ func.func @short_group(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FN
 
 func.func @scaled_mfma(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                        %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  // expected-error @+1 {{tile 0: the generator does not lower v_mfma_f32_16x16x128_f8f6f4 (mfma = m16n16k128) yet}}
+  // expected-error @+1 {{tile 0: gfx942 has no v_mfma_f32_16x16x128_f8f6f4}}
   %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [
       #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 16, waves = 1,
                    mfma = m16n16k128, split_k = 1, stages = 1, occupancy = 2>]}

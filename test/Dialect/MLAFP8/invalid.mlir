@@ -355,8 +355,16 @@ func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, 
 
 // -----
 
-// expected-error @+1 {{split_k must be at least 1, got 0}}
+// expected-error @+1 {{split_k must be between 1 and 1024, got 0}}
 func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 0, stages = 1, occupancy = 2>} {
+  return
+}
+
+// -----
+
+// The kernel ABI's bound: beyond it the workspace formulas could overflow.
+// expected-error @+1 {{split_k must be between 1 and 1024, got 1025}}
+func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1025, stages = 1, occupancy = 2>} {
   return
 }
 

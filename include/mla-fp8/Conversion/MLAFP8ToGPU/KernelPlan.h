@@ -54,9 +54,9 @@ struct KernelPlan {
   int64_t fullGroups, tailColumns, numGroups;
   /// The most K-groups one workgroup runs: ceil(numGroups / split_k).
   int64_t maxGroupsPerWorkgroup;
-  /// Split-K: N tiles, and f32 elements of one (batch, M tile) workspace
-  /// block.
-  int64_t nTiles, workspaceBlockElements;
+  /// Split-K: N tiles, f32 elements of one (batch, M tile) workspace block,
+  /// and the element of a block's first arrival counter (the ABI's).
+  int64_t nTiles, workspaceBlockElements, workspaceCountersElement;
   /// Alignment in bytes of the X and W global loads.
   int64_t xAlign, wAlign;
   /// Bytes of the LDS copy of the quantized A tile (one K-group).

@@ -79,8 +79,9 @@ LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "a " << blockM << "x" << blockN << " block on "
                        << waves << " waves needs " << accPerLane
                        << " accumulator registers per lane, more than 256";
-  if (splitK < 1)
-    return emitError() << "split_k must be at least 1, got " << splitK;
+  if (splitK < 1 || splitK > kernel_abi::kMaxSplitK)
+    return emitError() << "split_k must be between 1 and "
+                       << kernel_abi::kMaxSplitK << ", got " << splitK;
   if (stages < 1 || stages > kMaxTileStages)
     return emitError() << "stages must be between 1 and " << kMaxTileStages
                        << " (deeper pipelines are not generated), got "
