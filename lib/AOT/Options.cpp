@@ -18,6 +18,51 @@ static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// Checks 1 <= value <= kMaxModelDimension for a model dimension (or a
+/// GEMM's N or K) named `name`.
+static llvm::Error checkDimension(const char *name, int64_t value) {
+  if (value < 1 || value > kMaxModelDimension)
+    return makeError(llvm::formatv("{0} must be between 1 and {1}, got {2}",
+                                   name, kMaxModelDimension, value));
+  return llvm::Error::success();
+}
+
+/// The checks of max_m, the group size and the output type, shared by a
+/// kernel set and a single kernel.
+static llvm::Error checkKernelFields(int64_t maxM, int64_t groupSize,
+                                     const std::string &outType) {
+  // The loader refuses a manifest whose M bounds exceed what the kernels
+  // index: such a bundle must not be published over a good one.
+  if (maxM < 1 || maxM > runtime::kMaxManifestM)
+    return makeError(llvm::formatv("max_m must be between 1 and {0}, got {1}",
+                                   runtime::kMaxManifestM, maxM));
+  // The tile table decides which group sizes a kernel supports (buildKernelSet
+  // asks it); this bound keeps its arithmetic and the loader's in range.
+  if (groupSize > runtime::kMaxManifestGroupSize)
+    return makeError(llvm::formatv("group_size must be at most {0}, got {1}",
+                                   runtime::kMaxManifestGroupSize, groupSize));
+  if (outType != "bf16" && outType != "f16")
+    return makeError("out_type must be bf16 or f16, got '" + outType + "'");
+  return llvm::Error::success();
+}
+
+llvm::Error
+mlir::mlafp8::checkKernelDescription(const kernel_abi::KernelDescription &d,
+                                     int64_t maxM) {
+  if (!lookupChip(d.chip))
+    return makeError(describeUnsupportedChip(d.chip));
+  if (llvm::Error error = checkDimension("n", d.n))
+    return error;
+  if (llvm::Error error = checkDimension("k", d.k))
+    return error;
+  if (d.groupSize < 1)
+    return makeError(
+        llvm::formatv("group_size must be at least 1, got {0}", d.groupSize));
+  if (d.inType != "bf16" && d.inType != "f16")
+    return makeError("in_type must be bf16 or f16, got '" + d.inType + "'");
+  return checkKernelFields(maxM, d.groupSize, d.outType);
+}
+
 llvm::Error mlir::mlafp8::checkKernelSetOptions(const KernelSetOptions &o) {
   const std::pair<const char *, int64_t> dims[] = {
       {"heads", o.dims.heads},
@@ -25,22 +70,10 @@ llvm::Error mlir::mlafp8::checkKernelSetOptions(const KernelSetOptions &o) {
       {"qk_nope_head_dim", o.dims.qkNopeHeadDim},
       {"v_head_dim", o.dims.vHeadDim}};
   for (auto [name, value] : dims)
-    if (value < 1 || value > kMaxModelDimension)
-      return makeError(llvm::formatv("{0} must be between 1 and {1}, got {2}",
-                                     name, kMaxModelDimension, value));
-  // The loader refuses a manifest whose M bounds exceed what the kernels
-  // index: such a bundle must not be published over a good one.
-  if (o.maxM < 1 || o.maxM > runtime::kMaxManifestM)
-    return makeError(llvm::formatv("max_m must be between 1 and {0}, got {1}",
-                                   runtime::kMaxManifestM, o.maxM));
-  // The tile table decides which group sizes a kernel supports (buildKernelSet
-  // asks it); this bound keeps its arithmetic and the loader's in range.
-  if (o.groupSize > runtime::kMaxManifestGroupSize)
-    return makeError(llvm::formatv("group_size must be at most {0}, got {1}",
-                                   runtime::kMaxManifestGroupSize,
-                                   o.groupSize));
-  if (o.outType != "bf16" && o.outType != "f16")
-    return makeError("out_type must be bf16 or f16, got '" + o.outType + "'");
+    if (llvm::Error error = checkDimension(name, value))
+      return error;
+  if (llvm::Error error = checkKernelFields(o.maxM, o.groupSize, o.outType))
+    return error;
   if (o.chips.empty())
     return makeError("no chip given");
   for (const std::string &chip : o.chips)

@@ -53,11 +53,12 @@ embedding::GenerateResult embedding::generateBundle(const GenerateOptions &o) {
 embedding::CompileSpecResult
 embedding::compileSpec(const CompileSpecOptions &o) {
   CompileSpecResult result;
-  const ChipInfo *chip = lookupChip(o.kernel.chip);
-  if (!chip) {
-    result.error = describeUnsupportedChip(o.kernel.chip);
+  // The same bounds and messages as mla-fp8-aot's options.
+  if (llvm::Error error = checkKernelDescription(o.kernel, o.maxM)) {
+    result.error = llvm::toString(std::move(error));
     return result;
   }
+  const ChipInfo *chip = lookupChip(o.kernel.chip);
   KernelGroupSpec spec;
   spec.projection = o.projection;
   spec.batches = o.batches;

@@ -177,3 +177,18 @@ def test_cli_and_python_reject_alike(tmp_path, flags, kwargs):
         mla_fp8.generate_bundle(tmp_path / "py", **kwargs)
     assert str(raised.value) == cli_message
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("args, kwargs, message", [
+    ((512, 2**62, "gfx942"), {}, "k must be between 1 and 65536"),
+    ((10**6, 128, "gfx942"), {}, "n must be between 1 and 65536"),
+    ((512, 128, "gfx942"), {"max_m": 2**62}, "max_m must be between 1 and"),
+    ((512, 128, "gfx942"), {"group_size": 4096},
+     "group size 4096 needs 65600 bytes of LDS"),
+    ((512, 128, "gfx90a"), {}, "unknown chip 'gfx90a'"),
+])
+def test_compile_spec_checks_as_the_tool_does(args, kwargs, message):
+    # compile_spec goes through the option checks mla-fp8-aot uses: a shape
+    # beyond them is one clear error before anything is compiled.
+    with pytest.raises(ValueError, match=message):
+        mla_fp8.compile_spec(*args, **kwargs)

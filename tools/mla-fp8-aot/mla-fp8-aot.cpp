@@ -75,8 +75,9 @@ static cl::opt<std::string>
             cl::init("bf16"), cl::cat(category));
 static cl::opt<int64_t>
     groupSize("group-size",
-              cl::desc("K elements per activation scale, a power of two that "
-                       "the tile table supports (default 128)"),
+              cl::desc("K elements per activation scale: a power of two, at "
+                       "least 16, whose K-group fits the chip's LDS "
+                       "(default 128)"),
               cl::init(128), cl::cat(category));
 static cl::opt<bool> bias("bias",
                           cl::desc("Also generate the kernels that add a "

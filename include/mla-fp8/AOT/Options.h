@@ -30,6 +30,13 @@ inline constexpr int64_t kMaxModelDimension = 65536;
 llvm::Expected<KernelSetOptions>
 resolveKernelSetOptions(const KernelSetRequest &request);
 
+/// Checks one kernel's description and M bound as the kernel-set options
+/// are checked (same bounds, same messages): the chip, N and K, the group
+/// size, the output type and max_m. For callers that compile one shape
+/// (the embedding API's compileSpec).
+llvm::Error checkKernelDescription(const kernel_abi::KernelDescription &kernel,
+                                   int64_t maxM);
+
 } // namespace mlir::mlafp8
 
 #endif // MLA_FP8_AOT_OPTIONS_H

@@ -95,9 +95,20 @@ llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
       {1, 16, 16},    {17, 32, 32},   {33, 64, 32}, {65, 128, 64},
       {129, 256, 64}, {257, 512, 64}, {513, 0, 128}};
   TileSelection selection{{}, TileSource::Heuristic};
-  for (const Range &range : ranges)
-    selection.tiles.push_back(pickTile(*chip, n, groupSize,
-                                       llvm::divideCeil(k, groupSize),
-                                       range.minM, range.maxM, range.blockM));
+  for (const Range &range : ranges) {
+    TileConfig tile =
+        pickTile(*chip, n, groupSize, llvm::divideCeil(k, groupSize),
+                 range.minM, range.maxM, range.blockM);
+    // Even the smallest block holds one whole K-group per row in LDS.
+    int64_t lds = kernel_abi::getLDSBytes(tile.blockM, groupSize);
+    if (lds > chip->ldsBytesPerWorkgroup)
+      return llvm::createStringError(
+          "group size " + std::to_string(groupSize) + " needs " +
+          std::to_string(lds) + " bytes of LDS for a block of " +
+          std::to_string(tile.blockM) + " rows, more than the " +
+          std::to_string(chip->ldsBytesPerWorkgroup) + " of " +
+          chip->name.str());
+    selection.tiles.push_back(tile);
+  }
   return selection;
 }
