@@ -9,7 +9,10 @@ static constexpr uint8_t kCDNA4 = static_cast<uint8_t>(Arch::CDNA4);
 
 // Adding an MFMA is adding its row here: the chips that have it, the tile
 // verifier, tile selection and the generator read this table. The layouts
-// are ISA-NOTES.md §4 ("Layouts"). constexpr: the records exist before any
+// are ISA-NOTES.md §4 ("Layouts"). Every row is checked against the
+// emulator's own semantics (MfmaLayoutAgreementTest), so a row comes with
+// its emulation: the block-scaled v_mfma_scale_* forms join when the
+// emulator models them. constexpr: the records exist before any
 // global initializer of another file runs.
 static constexpr MfmaLayout kMfmas[] = {
     // shape, mnemonic, m, n, k, kPerRun, runs, accRowsPerRun, cycles,
@@ -24,10 +27,6 @@ static constexpr MfmaLayout kMfmas[] = {
      true, false, kCDNA4},
     {"m32n32k64", "v_mfma_f32_32x32x64_f8f6f4", 32, 32, 64, 16, 2, 4, 64, true,
      false, kCDNA4},
-    {"m16n16k128", "v_mfma_scale_f32_16x16x128_f8f6f4", 16, 16, 128, 16, 2, 4,
-     32, true, true, kCDNA4},
-    {"m32n32k64", "v_mfma_scale_f32_32x32x64_f8f6f4", 32, 32, 64, 16, 2, 4, 64,
-     true, true, kCDNA4},
 };
 
 OperandElement MfmaLayout::getOperandElement(unsigned lane,
