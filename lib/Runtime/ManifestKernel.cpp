@@ -66,7 +66,8 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
   e.projection = r.getChoice(o, "projection", path, {"k_up", "v_up"});
   e.n = r.getInt(o, "n", path, 1, kMaxManifestN);
   e.k = r.getInt(o, "k", path, 1, kMaxManifestK);
-  e.groupSize = r.getInt(o, "group_size", path, 1, kMaxManifestGroupSize);
+  e.groupSize = r.getInt(o, "group_size", path, kernel_abi::kMinGroupSize,
+                         kMaxManifestGroupSize);
   if (!r.failed() && (e.groupSize & (e.groupSize - 1)))
     r.fail(R::join(path, "group_size"),
            llvm::formatv("expected a power of two, got {0}", e.groupSize));
@@ -108,6 +109,11 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
       else if (chip && !chip->hasMfma(*record))
         r.fail(R::join(tilePath, "mfma"),
                e.chip + " has no " + record->mnemonic.str());
+      else if (e.blockM % record->m || e.blockN % record->n)
+        r.fail(R::join(tilePath, "mfma"),
+               llvm::formatv("a {0}x{1} block is not made of {2}x{3} MFMA "
+                             "tiles",
+                             e.blockM, e.blockN, record->m, record->n));
     }
     if (r.getInt(*tile, "min_m", tilePath, 1, kMaxManifestM) != e.minM &&
         !r.failed())
@@ -242,6 +248,13 @@ void runtime::checkKernelFields(ManifestReader &r, const std::string &path,
                          chip->fp8E4M3TypeName, e.fp8Type));
     return;
   }
+  if (chip && e.ldsBytes > chip->ldsBytesPerWorkgroup) {
+    r.fail(R::join(path, "lds_bytes"),
+           llvm::formatv("{0} is more than the {1} bytes a workgroup of {2} "
+                         "may allocate",
+                         e.ldsBytes, chip->ldsBytesPerWorkgroup, e.chip));
+    return;
+  }
 
   kernel_abi::KernelNameFields name =
       kernel_abi::getNameFields(e, e.minM, e.maxM);
@@ -345,9 +358,9 @@ void runtime::checkKernelMetadata(ManifestReader &r, const std::string &path,
                          e.workgroupSize[2], reqd[0], reqd[1], reqd[2]));
     return;
   }
-  if (k->wavefrontSize && k->wavefrontSize != 64)
-    return mismatch(R::join(path, "symbol"), 64, k->wavefrontSize,
-                    ".wavefront_size");
+  if (k->wavefrontSize && k->wavefrontSize != kernel_abi::kWaveSize)
+    return mismatch(R::join(path, "symbol"), kernel_abi::kWaveSize,
+                    k->wavefrontSize, ".wavefront_size");
   std::string argsPath = R::join(path, "args");
   if (e.args.size() != k->args.size())
     return mismatch(argsPath, e.args.size(), k->args.size(), "argument count");

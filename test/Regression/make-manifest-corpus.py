@@ -103,6 +103,10 @@ MUTATIONS = {
     "tile-mfma-unknown": (setter(["tile", "mfma"], "m16n16k16"), "tile.mfma"),
     "tile-mfma-gfx950-only": (setter(["tile", "mfma"], "m16n16k128"),
                               "tile.mfma"),
+    "tile-block-not-mfma-multiple": (setter(["tile", "mfma"], "m32n32k16"),
+                                     "tile.mfma"),
+    "group-size-8": (setter(["group_size"], 8), "group_size"),
+    "lds-bytes-beyond-chip": (setter(["lds_bytes"], 65537), "lds_bytes"),
     "code-object-outside": (
         lambda m: m["chips"][0].update(code_object="../gfx942.hsaco"),
         "code_object"),

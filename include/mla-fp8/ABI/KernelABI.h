@@ -117,6 +117,10 @@ inline constexpr int64_t kMaxSplitK = 1024;
 inline constexpr int64_t kMaxWaves = 16;
 inline constexpr int64_t kMaxN = int64_t(1) << 24;
 
+/// The smallest group size (K elements per activation scale): a group is
+/// quantized by lanes that each own 8 columns and pair up at least once.
+inline constexpr int64_t kMinGroupSize = 16;
+
 /// The most K-groups a kernel keeps in flight (a tile's `stages`): 2
 /// prefetches the next group; deeper pipelines are not generated.
 inline constexpr int64_t kMaxTileStages = 2;

@@ -34,7 +34,8 @@ inline constexpr int64_t kMaxManifestChips = 16;
 inline constexpr int64_t kMaxManifestKernelsPerChip = 4096;
 inline constexpr int64_t kMaxManifestArgs = 64;
 inline constexpr int64_t kMaxManifestKernargBytes = 4096;
-inline constexpr int64_t kMaxManifestLdsBytes = 163840;
+/// A parse bound only: each kernel's LDS is checked against its chip's.
+inline constexpr int64_t kMaxManifestLdsBytes = 1 << 20;
 inline constexpr int64_t kMaxManifestScratchBytes = 1 << 20;
 inline constexpr unsigned kMaxManifestJSONDepth = 64;
 

@@ -77,9 +77,10 @@ llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
     return llvm::createStringError(
         "N and K must be at least 1, got N = " + std::to_string(n) +
         ", K = " + std::to_string(k));
-  if (groupSize < 16 || !llvm::isPowerOf2_64(groupSize))
+  if (groupSize < kernel_abi::kMinGroupSize || !llvm::isPowerOf2_64(groupSize))
     return llvm::createStringError(
-        "group size must be a power of two of at least 16, got " +
+        "group size must be a power of two of at least " +
+        std::to_string(kernel_abi::kMinGroupSize) + ", got " +
         std::to_string(groupSize));
 
   for (const TileTableEntry &entry : getTileTable())
