@@ -70,7 +70,7 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"gfx942\"",
-           "the target chip (gfx942 or gfx950)">
+           "the target chip, a row of the chip table (lib/Hardware/Chip.cpp), e.g. gfx942">
   ];
   let dependentDialects = [
     "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",
@@ -103,7 +103,7 @@ def MLAFP8SerializePass : Pass<"mlafp8-serialize", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"gfx942\"",
-           "the target chip (gfx942 or gfx950)">,
+           "the target chip, a row of the chip table (lib/Hardware/Chip.cpp), e.g. gfx942">,
     Option<"format", "format", "std::string", /*default=*/"\"hsaco\"",
            "what to produce: hsaco, object or isa">,
     Option<"optLevel", "opt-level", "unsigned", /*default=*/"3",

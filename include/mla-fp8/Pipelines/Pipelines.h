@@ -27,7 +27,9 @@ void registerMLAFP8PipelineDependencies(DialectRegistry &registry);
 struct MLAFP8ToHsacoPipelineOptions
     : public PassPipelineOptions<MLAFP8ToHsacoPipelineOptions> {
   PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("the target chip (gfx942 or gfx950)"),
+      *this, "chip",
+      llvm::cl::desc("the target chip, a row of the chip table "
+                     "(lib/Hardware/Chip.cpp), e.g. gfx942"),
       llvm::cl::init("gfx942")};
   PassOptions::Option<std::string> format{
       *this, "format",

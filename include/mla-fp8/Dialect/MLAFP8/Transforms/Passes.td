@@ -60,7 +60,7 @@ def MLAFP8SelectTilesPass : Pass<"mlafp8-select-tiles"> {
   }];
   let options = [
     Option<"chip", "chip", "std::string", /*default=*/"\"gfx942\"",
-           "the target chip (gfx942 or gfx950)">
+           "the target chip, a row of the chip table (lib/Hardware/Chip.cpp), e.g. gfx942">
   ];
   let dependentDialects = ["::mlir::mlafp8::MLAFP8Dialect"];
 }
