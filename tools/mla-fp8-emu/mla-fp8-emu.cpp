@@ -196,6 +196,8 @@ static int runBundle() {
   int64_t n = nOpt ? nOpt : 512, k = kOpt ? kOpt : 128;
   // The first kernel for (chip, N, K, G, M), whatever its output type,
   // descale mode or bias.
+  if (!lookupChip(chipOpt))
+    die(describeUnsupportedChip(chipOpt));
   const runtime::KernelEntry *kernel = nullptr;
   for (const char *outType : {"bf16", "f16"})
     for (kernel_abi::WeightScaleMode wScale :
