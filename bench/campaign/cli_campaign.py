@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from common import (Campaign, REPO, SMALL, crash_line, crash_reason,
-                    fill_tmpfs, first_line, fixture, parallel, progress,
+                    fill_tmpfs, first_line, fixture, parallel,
                     rmtree, run_proc, snapshot, try_mount_tmpfs, umount,
                     verify_bundle)
 from publishing import list_leaks
@@ -160,14 +160,12 @@ def campaign_cli(ctx):
     work = ctx.work / "cli"
     rmtree(work)
     work.mkdir(parents=True)
-    done = [0]
 
     def one(item):
         i, case = item
         cdir = work / str(i)
         cdir.mkdir()
         paths = make_paths(cdir)
-        mounted = None
         try:
             run_cli_case(ctx, camp, i, case, cdir, paths, ref, shared_cache)
         finally:
@@ -175,12 +173,8 @@ def campaign_cli(ctx):
                 if os.path.ismount(cdir / m):
                     umount(cdir / m)
             rmtree(cdir)
-            with camp.lock:
-                done[0] += 1
-                progress(camp, done[0], total)
-        del mounted
 
-    parallel(ctx, cases, one)
+    parallel(ctx, cases, one, camp=camp)
     return camp
 
 

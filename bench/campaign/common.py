@@ -317,11 +317,25 @@ class Campaign:
             [round(time.monotonic() - self.start)]
 
 
-def parallel(ctx, items, fn, jobs=None):
-    """Runs fn(item) over items on `jobs` threads (each starts processes)."""
+def parallel(ctx, items, fn, jobs=None, camp=None):
+    """Runs fn(item) over items on `jobs` threads (each starts processes).
+    With `camp`, each finished item (done or raised) counts towards the
+    campaign's progress lines."""
     jobs = jobs or ctx.jobs
+    items = list(items)
+    done = [0]
+
+    def run(item):
+        try:
+            fn(item)
+        finally:
+            if camp is not None:
+                with camp.lock:
+                    done[0] += 1
+                    progress(camp, done[0], len(items))
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for _ in pool.map(fn, items):
+        for _ in pool.map(run, items):
             pass
 
 

@@ -13,7 +13,7 @@ import time
 
 from common import (CLASSES, CONFIGS, Campaign, SMALL, aot, bundle_digest,
                     crash_line, crash_reason, fill_tmpfs, first_line, fixture,
-                    parallel, progress, rmtree, run_proc, try_mount_tmpfs,
+                    parallel, rmtree, run_proc, try_mount_tmpfs,
                     umount, verify_bundle)
 
 
@@ -124,7 +124,6 @@ def campaign_kill(ctx):
                  if rng.random() < 0.25 else None}
                 for _ in range(rng.choice((2, 2, 3)))]
         cases.append((i, case))
-    done = [0]
 
     def one(item):
         i, case = item
@@ -134,11 +133,8 @@ def campaign_kill(ctx):
             run_kill_case(ctx, camp, i, case, cdir, refs, warm, ref_digest)
         finally:
             rmtree(cdir)
-            with camp.lock:
-                done[0] += 1
-                progress(camp, done[0], total)
 
-    parallel(ctx, cases, one, jobs=min(ctx.jobs, 2))
+    parallel(ctx, cases, one, jobs=min(ctx.jobs, 2), camp=camp)
     return camp
 
 
@@ -455,7 +451,6 @@ def campaign_cache(ctx):
                                                                    "cache")
     total = ctx.count("cache")
     cases = [(i, ctx.rng("cache", i)) for i in range(total)]
-    done = [0]
 
     def one(item):
         i, rng = item
@@ -507,11 +502,8 @@ def campaign_cache(ctx):
             for m in (cache, cdir / "cache"):
                 umount(m)
             rmtree(cdir)
-            with camp.lock:
-                done[0] += 1
-                progress(camp, done[0], total)
 
-    parallel(ctx, cases, one, jobs=min(ctx.jobs, 2))
+    parallel(ctx, cases, one, jobs=min(ctx.jobs, 2), camp=camp)
     return camp
 
 
