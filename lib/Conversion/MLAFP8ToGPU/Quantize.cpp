@@ -11,9 +11,51 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
+/// Lanes of a DPP row: the span of the row_* and quad_perm patterns.
+static constexpr int64_t kDppRowLanes = 16;
+
+/// The unsigned max of `value` over each aligned run of `lanes` lanes, in every
+/// lane of the run. Within a DPP row (16 lanes) the steps are DPP moves that
+/// LLVM folds into the v_max_u32 (no LDS round trip, no lgkmcnt wait): swap
+/// neighbours, swap pairs, mirror half-rows, mirror rows. Each mirror pairs
+/// every lane with one of the other half, whose values are already reduced over
+/// their quad (half-row). Runs wider than a row (group sizes above 128) finish
+/// with xor shuffles.
+static Value reduceRowMax(ImplicitLocOpBuilder &b, Value value, int64_t lanes,
+                          int64_t waveSize) {
+  auto dppMax = [&](amdgpu::DPPPerm kind, Attribute argument) {
+    Value other = amdgpu::DPPOp::create(
+        b, value.getType(), value, value, kind, argument, /*row_mask=*/0xf,
+        /*bank_mask=*/0xf, /*bound_ctrl=*/true);
+    value = arith::MaxUIOp::create(b, value, other);
+  };
+  auto quadPerm = [&](ArrayRef<int32_t> order) {
+    SmallVector<Attribute> attrs;
+    for (int32_t l : order)
+      attrs.push_back(b.getI32IntegerAttr(l));
+    return b.getArrayAttr(attrs);
+  };
+  if (lanes > 1)
+    dppMax(amdgpu::DPPPerm::quad_perm, quadPerm({1, 0, 3, 2}));
+  if (lanes > 2)
+    dppMax(amdgpu::DPPPerm::quad_perm, quadPerm({2, 3, 0, 1}));
+  if (lanes > 4)
+    dppMax(amdgpu::DPPPerm::row_half_mirror, Attribute());
+  if (lanes > 8)
+    dppMax(amdgpu::DPPPerm::row_mirror, Attribute());
+  for (int64_t offset = kDppRowLanes; offset < lanes; offset *= 2) {
+    Value other = gpu::ShuffleOp::create(b, value, static_cast<int32_t>(offset),
+                                         static_cast<int32_t>(waveSize),
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = arith::MaxUIOp::create(b, value, other);
+  }
+  return value;
+}
+
 /// Quantizes the block_m rows x one group of X into LDS: each row's chunks
 /// are spread over `lanesPerRow` adjacent lanes, which reduce the row's amax
-/// with xor shuffles; every lane then scales, clamps and converts its own
+/// with DPP (reduceRowMax); every lane then scales, clamps and converts its own
 /// chunks and stores them where the MFMA A operand reads them.
 void KernelEmitter::quantizeRows(ValueRange xChunks) {
   Type f32Type = b.getF32Type();
@@ -50,14 +92,7 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
             b, vector::CombiningKind::MAXUI, absBits);
         amaxBits = arith::MaxUIOp::create(b, amaxBits, chunkMax);
       }
-      for (int64_t offset = 1; offset < p.lanesPerRow; offset *= 2) {
-        Value other =
-            gpu::ShuffleOp::create(b, amaxBits, static_cast<int32_t>(offset),
-                                   static_cast<int32_t>(p.waveSize),
-                                   gpu::ShuffleMode::XOR)
-                .getShuffleResult();
-        amaxBits = arith::MaxUIOp::create(b, amaxBits, other);
-      }
+      amaxBits = reduceRowMax(b, amaxBits, p.lanesPerRow, p.waveSize);
       Value amax = arith::BitcastOp::create(b, f32Type, amaxBits);
       amax = arith::MaxNumFOp::create(b, amax, f32(1e-10f));
       Value scale = arith::MulFOp::create(b, amax, f32(invFmax));

@@ -30,10 +30,10 @@
 // above every finite value); a non-finite row gets a NaN scale.
 // CHECK: arith.andi
 // CHECK: vector.reduction <maxui>
-// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c64_i32 : i32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c64_i32 : i32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c4_i32, %c64_i32 : i32
-// CHECK: gpu.shuffle  xor %{{.+}}, %c8_i32, %c64_i32 : i32
+// CHECK: amdgpu.dpp {{.+}} quad_perm([1 : i32, 0 : i32, 3 : i32, 2 : i32])
+// CHECK: amdgpu.dpp {{.+}} quad_perm([2 : i32, 3 : i32, 0 : i32, 1 : i32])
+// CHECK: amdgpu.dpp {{.+}} row_half_mirror
+// CHECK: amdgpu.dpp {{.+}} row_mirror
 // CHECK: %[[BITS:.+]] = arith.maxui %{{.+}}, %{{.+}} : i32
 // CHECK-NEXT: %[[ABS:.+]] = arith.bitcast %[[BITS]] : i32 to f32
 // CHECK: %[[AMAX:.+]] = arith.maxnumf %[[ABS]], %cst{{.*}} : f32
