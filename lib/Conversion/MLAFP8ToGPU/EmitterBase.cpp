@@ -5,6 +5,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::mlafp8;
 
@@ -60,4 +62,29 @@ Value EmitterBase::tailValid(Value column, int64_t width) {
   Value left = arith::SubIOp::create(b, cst(p.tailColumns), column);
   left = arith::MaxSIOp::create(b, left, cst(0));
   return arith::MinSIOp::create(b, left, cst(width));
+}
+
+/// Bytes of one row of LDS banks (32 banks of 4 bytes): what one phase of a
+/// ds_write_b64 (16 lanes) or of an A-operand read covers at most.
+static constexpr int64_t kBankRowBytes = 128;
+
+Value EmitterBase::ldsAOffset(Value mt, Value unit, Value operandLane) {
+  // Unswizzled, a store phase (16 lanes) holds consecutive chunks of one row
+  // (or of 128 / G adjacent rows): different units and lane groups at the
+  // same offset modulo kBankRowBytes, up to 8 chunks in the same banks.
+  // XORing the slot with key = (K slot * rows per phase) mod (slots per bank
+  // row) gives each (row, K slot) of a phase its own banks. The key is the
+  // same across a lane group and permutes slots within aligned runs of
+  // `slotsPerBankRow`, so the A-operand reads stay conflict-free (checked for
+  // every MFMA shape and group size against the read phases of gfx942 and
+  // gfx950).
+  int64_t slotsPerBankRow = kBankRowBytes / p.unitBytes;
+  int64_t storeLanes = kBankRowBytes / kChunkColumns;
+  int64_t rowsPerPhase = std::max<int64_t>(1, storeLanes / p.lanesPerRow);
+  Value laneGroup = div(operandLane, p.mfma->m);
+  Value kSlot = add(mul(unit, p.laneGroups), laneGroup);
+  Value key = rem(mul(kSlot, rowsPerPhase), slotsPerBankRow);
+  Value slot = arith::XOrIOp::create(b, operandLane, key);
+  Value unitIndex = add(mul(mt, p.unitsPerGroup), unit);
+  return mul(add(mul(unitIndex, p.waveSize), slot), p.unitBytes);
 }

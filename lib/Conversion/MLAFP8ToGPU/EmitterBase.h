@@ -77,12 +77,13 @@ protected:
     return add(mul(laneGroup, p.unitBytes), unit * p.unitBytes * p.laneGroups);
   }
   /// The byte offset in the LDS A tile of operand unit `unit` of MFMA row
-  /// tile `mt` for MFMA lane `operandLane`: [mt][unit][lane][unitBytes], so
-  /// that each lane reads its unit with one aligned load.
-  template <typename Unit>
-  Value ldsAOffset(Value mt, Unit unit, Value operandLane) {
-    Value slot = add(mul(mt, p.unitsPerGroup), unit);
-    return mul(add(mul(slot, p.waveSize), operandLane), p.unitBytes);
+  /// tile `mt` for MFMA lane `operandLane`: [mt][unit][slot][unitBytes], so
+  /// that each lane reads its unit with one aligned load. The slot is
+  /// `operandLane` XOR a key of the lane's K position, which spreads the
+  /// quantization's stores over the LDS banks (see the definition).
+  Value ldsAOffset(Value mt, Value unit, Value operandLane);
+  Value ldsAOffset(Value mt, int64_t unit, Value operandLane) {
+    return ldsAOffset(mt, cst(unit), operandLane);
   }
   /// The row, within an MFMA tile, of accumulator `element` of the lanes of
   /// accumulator lane group `laneGroup` (lane / n): the record's row of lane
