@@ -81,10 +81,17 @@ Value EmitterBase::ldsAOffset(Value mt, Value unit, Value operandLane) {
   int64_t slotsPerBankRow = kBankRowBytes / p.unitBytes;
   int64_t storeLanes = kBankRowBytes / kChunkColumns;
   int64_t rowsPerPhase = std::max<int64_t>(1, storeLanes / p.lanesPerRow);
+  // K slot = unit * laneGroups + lane group, and the lane group is below
+  // laneGroups (all powers of two): the key is the XOR of a lane part and a
+  // unit part. A reader then computes its swizzled lane once; each further
+  // unit costs one XOR with a constant and an immediate offset.
   Value laneGroup = div(operandLane, p.mfma->m);
-  Value kSlot = add(mul(unit, p.laneGroups), laneGroup);
-  Value key = rem(mul(kSlot, rowsPerPhase), slotsPerBankRow);
-  Value slot = arith::XOrIOp::create(b, operandLane, key);
+  Value laneKey = rem(mul(laneGroup, rowsPerPhase), slotsPerBankRow);
+  Value unitKey = rem(mul(unit, p.laneGroups * rowsPerPhase), slotsPerBankRow);
+  Value laneBytes =
+      mul(arith::XOrIOp::create(b, operandLane, laneKey), p.unitBytes);
+  Value slotBytes =
+      arith::XOrIOp::create(b, laneBytes, mul(unitKey, p.unitBytes));
   Value unitIndex = add(mul(mt, p.unitsPerGroup), unit);
-  return mul(add(mul(unitIndex, p.waveSize), slot), p.unitBytes);
+  return add(mul(unitIndex, p.waveSize * p.unitBytes), slotBytes);
 }
