@@ -15,18 +15,19 @@ using namespace mlir::mlafp8;
 static constexpr int64_t kDppRowLanes = 16;
 
 /// The unsigned max of `value` over each aligned run of `lanes` lanes, in every
-/// lane of the run. Within a DPP row (16 lanes) the steps are DPP moves that
-/// LLVM folds into the v_max_u32 (no LDS round trip, no lgkmcnt wait): swap
-/// neighbours, swap pairs, mirror half-rows, mirror rows. Each mirror pairs
-/// every lane with one of the other half, whose values are already reduced over
-/// their quad (half-row). Runs wider than a row (group sizes above 128) finish
-/// with xor shuffles.
+/// lane of the run. Within a DPP row (16 lanes) the steps are DPP moves folded
+/// into v_max_u32 (no LDS round trip, no lgkmcnt wait): swap neighbours, swap
+/// pairs, then mirror half-rows and rows, which pair each lane with a lane of
+/// the other quad (half-row) once every quad (half-row) holds its own max.
+/// Full masks with bound_ctrl (a lane without a source reads 0, the identity
+/// of the unsigned max) let LLVM fold each move into the max. Runs wider than
+/// a row (group sizes above 128) finish with xor shuffles.
 static Value reduceRowMax(ImplicitLocOpBuilder &b, Value value, int64_t lanes,
                           int64_t waveSize) {
   auto dppMax = [&](amdgpu::DPPPerm kind, Attribute argument) {
-    Value other = amdgpu::DPPOp::create(
-        b, value.getType(), value, value, kind, argument, /*row_mask=*/0xf,
-        /*bank_mask=*/0xf, /*bound_ctrl=*/true);
+    Value other = amdgpu::DPPOp::create(b, value.getType(), value, value, kind,
+                                        argument, /*row_mask=*/0xf,
+                                        /*bank_mask=*/0xf, /*bound_ctrl=*/true);
     value = arith::MaxUIOp::create(b, value, other);
   };
   auto quadPerm = [&](ArrayRef<int32_t> order) {
