@@ -80,20 +80,20 @@ struct Residency {
 
 static Residency getResidency(const DeviceTiming &device, const ChipInfo &chip,
                               const LaunchShapeInfo &shape, unsigned waves) {
-  unsigned vgprs = std::max(1u, shape.vgprsPerWave);
-  unsigned perSimd =
-      std::min(chip.maxWavesPerSimd, chip.maxVgprsPerLane / vgprs);
   unsigned simds = chip.simdsPerCU;
-  // A workgroup's waves are dealt over the SIMDs; it fits when every SIMD
-  // has room for its share.
-  unsigned share = (waves + simds - 1) / simds;
-  unsigned byVgprs = perSimd / share;
-  unsigned bySlots = chip.maxWavesPerSimd / share;
+  // Workgroups that fit `perSimd` waves on every SIMD: small workgroups
+  // share SIMDs, larger ones spread their waves over all of them.
+  auto fit = [&](unsigned perSimd) {
+    return waves <= simds ? simds * perSimd / waves
+                          : perSimd / ((waves + simds - 1) / simds);
+  };
+  unsigned bySlots = fit(chip.maxWavesPerSimd);
+  unsigned byVgprs = fit(chip.maxVgprsPerLane / std::max(1u, shape.vgprsPerWave));
   unsigned byLds =
       shape.ldsBytes ? unsigned(device.ldsBytesPerCU / shape.ldsBytes) : ~0u;
-  Residency r{byVgprs, "vgprs"};
-  if (bySlots < r.workgroups)
-    r = {bySlots, "waves"};
+  Residency r{bySlots, "waves"};
+  if (byVgprs < r.workgroups)
+    r = {byVgprs, "vgprs"};
   if (byLds < r.workgroups)
     r = {byLds, "lds"};
   r.workgroups = std::max(1u, r.workgroups);
