@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Modelled kernel time of an mla-fp8 bundle against foreign kernels.
 
-Usage: bench/kernel-time.py BUNDLE [--peers DIR] [--json FILE] [--plot FILE.png]
-                            [--shape N,K] [--emu PATH] [--jobs N] [--chips ...]
-                            [--batches ...] [--ms ...]
+Usage: bench/kernel-time.py BUNDLE [--peers DIR] [--json FILE]
+           [--plot FILE.png] [--emu PATH] [--jobs N] [--chips ...]
+           [--batches ...] [--ms ...]
+       bench/kernel-time.py --shape N,K [--aot PATH] [same options]
 
 For each chip, each DeepSeek-R1 projection (K-up: N=512, K=128; V-up: N=128,
 K=512), batch B and token count M, runs `mla-fp8-emu --timing --json` on our
@@ -97,6 +98,9 @@ class Case:
     def lower_bound_us(self):
         return self.ours["lower_bound_us"] if self.ours else None
 
+    def ours_over_bound(self):
+        return quotient(self.ours_us(), self.lower_bound_us())
+
 
 def model_us(report, scale):
     """Kernel time of an emulator report at a memory-latency scale."""
@@ -153,10 +157,12 @@ def parse_args(argv):
     parser.add_argument("--peers", type=Path, metavar="DIR",
                         help="directory of foreign kernels (default: "
                         f"{DEFAULT_PEERS})")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="write one record per case")
-    parser.add_argument("--plot", type=Path, metavar="FILE.png", help="draw the table (PNG)")
+    parser.add_argument("--json", type=Path, metavar="FILE",
+                        help="write one record per case")
+    parser.add_argument("--plot", type=Path, metavar="FILE.png",
+                        help="draw the table (PNG)")
     parser.add_argument("--shape", type=shape, metavar="N,K",
-                        help="time our kernel for this N,K (generates a bundle)")
+                        help="time our kernel for this N,K (makes a bundle)")
     parser.add_argument("--emu", type=Path, metavar="PATH",
                         help="mla-fp8-emu (default: build/bin, then PATH)")
     parser.add_argument("--aot", type=Path, metavar="PATH",
@@ -164,9 +170,10 @@ def parse_args(argv):
     parser.add_argument("--jobs", type=int, metavar="N",
                         default=os.cpu_count() or 1,
                         help="emulator runs at a time (default: the cores)")
-    for flag, kind, default, what in (("--chips", chip_list, CHIP_LDS, "chips"),
-                                      ("--batches", positive_ints, BATCHES, "B"),
-                                      ("--ms", positive_ints, MS, "M")):
+    lists = (("--chips", chip_list, CHIP_LDS, "chips"),
+             ("--batches", positive_ints, BATCHES, "B"),
+             ("--ms", positive_ints, MS, "M"))
+    for flag, kind, default, what in lists:
         parser.add_argument(flag, type=kind, default=tuple(default),
                             metavar="A,B,...", help=f"{what} (default: "
                             f"{','.join(map(str, default))})")
@@ -204,7 +211,8 @@ def find_tool(name, explicit, beside=None):
 def check_bundle(bundle, chips):
     path = bundle / "manifest.json"
     if not path.is_file():
-        raise UserError(f"{bundle} is not an mla-fp8 bundle (no manifest.json)")
+        raise UserError(f"{bundle} is not an mla-fp8 bundle "
+                        "(no manifest.json)")
     try:
         present = {c["chip"] for c in json.loads(path.read_text())["chips"]}
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -363,8 +371,9 @@ def print_notes(peers, failures, cases):
         runs = "1 run" if count == 1 else f"{count} runs"
         print(f"note: {what} failed ({runs}): {error}")
     reports = {c.chip: c.ours for c in cases if c.ours}
-    launch = ", ".join(f"{chip} ({r['device']}) {r['launch_overhead_us']:.3f} us"
-                       for chip, r in reports.items())
+    launch = ", ".join(
+        f"{chip} ({r['device']}) {r['launch_overhead_us']:.3f} us"
+        for chip, r in reports.items())
     print(f"launch overhead, excluded from every time below: {launch or '-'}")
     print()
 
@@ -381,7 +390,7 @@ def print_table(cases):
               f"{num(c.ratio(), 7, 2)}  "
               f"{c.ours['limiter'] if c.ours else '-':9}"
               f"{num(c.lower_bound_us(), 9)}"
-              f"{num(quotient(c.ours_us(), c.lower_bound_us()), 8, 2)}"
+              f"{num(c.ours_over_bound(), 8, 2)}"
               f"{num(c.ratio(0.5), 7, 2)}{num(c.ratio(2.0), 7, 2)}")
     print()
 
@@ -428,7 +437,7 @@ def print_summary(cases):
                   f"{worst(mine, lambda c: c.ratio(2.0))}" if compared else
                   "no peer ran")
         print(f"{chip}: {versus}; M>={LB_M} worst ours/lower bound "
-              f"{worst(large, lambda c: quotient(c.ours_us(), c.lower_bound_us()))}")
+              f"{worst(large, Case.ours_over_bound)}")
 
 
 def record(c):

@@ -11,11 +11,16 @@ import sys
 
 
 def close(text, value, digits):
-    return text == "-" if value is None else abs(float(text) - value) <= 10**-digits
+    """Whether a printed cell is the value to its digits, or '-' for None."""
+    if value is None:
+        return text == "-"
+    return abs(float(text) - value) <= 10**-digits
 
 
 def main():
-    table, records, cases = sys.argv[1], json.load(open(sys.argv[2])), int(sys.argv[3])
+    table, cases = sys.argv[1], int(sys.argv[3])
+    with open(sys.argv[2]) as f:
+        records = json.load(f)
     assert len(records) == cases, f"{len(records)} records, expected {cases}"
     rows, layers = {}, {}
     for line in open(table):
@@ -41,7 +46,8 @@ def main():
     assert not rows, f"table rows without a record: {list(rows)}"
     for key, (ours, peer) in sums.items():
         cells = layers.pop(key)
-        assert close(cells[3], ours, 3) and close(cells[4], peer, 3), (cells, ours, peer)
+        assert close(cells[3], ours, 3) and close(cells[4], peer, 3), (
+            cells, ours, peer)
     assert not layers, f"per-layer rows without records: {list(layers)}"
     print(f"OK: {cases} records, {len(sums)} per-layer sums")
 
