@@ -87,6 +87,8 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
 
 llvm::Expected<SmallVector<TileConfig>>
 mlir::mlafp8::getGroupTiles(const KernelGroupSpec &spec) {
+  if (!spec.tiles.empty())
+    return SmallVector<TileConfig>(spec.tiles.begin(), spec.tiles.end());
   llvm::Expected<TileSelection> selection = selectTiles(
       spec.kernel.chip, spec.kernel.n, spec.kernel.k, spec.kernel.groupSize);
   if (!selection)

@@ -4,6 +4,8 @@
 
 #include "LaunchShape.h"
 
+#include "mla-fp8/ABI/KernelABI.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -101,4 +103,37 @@ const KernelEntry *LoadedBundle::findKernel(std::string_view chip, int64_t n,
   q.weightScale = *mode;
   q.groupSize = groupSize;
   return findKernel(q);
+}
+
+KernelEntry
+runtime::makeKernelEntry(const kernel_abi::KernelDescription &description,
+                         int64_t minM, int64_t maxM,
+                         const kernel_abi::LaunchShape &launch,
+                         std::shared_ptr<const std::string> codeObject) {
+  KernelEntry e;
+  static_cast<kernel_abi::KernelDescription &>(e) = description;
+  e.symbol = kernel_abi::getKernelSymbol(
+      kernel_abi::getNameFields(description, minM, maxM));
+  e.minM = minM;
+  e.maxM = maxM;
+  e.blockM = launch.blockM;
+  e.blockN = launch.blockN;
+  e.waves = launch.waves;
+  e.splitK = launch.splitK;
+  std::array<int64_t, 3> block = kernel_abi::getWorkgroupSize(launch);
+  e.workgroupSize = {uint32_t(block[0]), uint32_t(block[1]),
+                     uint32_t(block[2])};
+  e.kernargSize = kernel_abi::kKernargBytes;
+  e.workspaceBytesPerBlock =
+      kernel_abi::getWorkspaceBytesPerBlock(launch).value_or(0);
+  for (const kernel_abi::KernelArg &a : kernel_abi::getKernelArgs()) {
+    KernelArg arg;
+    arg.offset = a.offset;
+    arg.size = a.size;
+    arg.kind = kernel_abi::getMetadataValueKind(a.kind).str();
+    arg.name = a.name.str();
+    e.args.push_back(std::move(arg));
+  }
+  e.codeObject = std::move(codeObject);
+  return e;
 }

@@ -69,6 +69,10 @@ struct KernelGroupSpec {
   kernel_abi::KernelDescription kernel;
   /// The M ranges are planned up to this M; the last one is unbounded.
   int64_t maxM = 1024;
+  /// Explicit tiles instead of the chip's selection (bench/tile-sweep.cpp
+  /// compiles candidates with them); empty: the selection. Bundles never set
+  /// them.
+  std::vector<TileConfig> tiles;
 
   /// The stable, readable base of the kernel symbols, e.g.
   /// "mla_fp8_k_up_n512_k128_g128_bf16_pt_gfx942".
@@ -84,9 +88,9 @@ llvm::Error checkKernelSetOptions(const KernelSetOptions &options);
 llvm::Expected<std::vector<KernelGroupSpec>>
 buildKernelSet(const KernelSetOptions &options);
 
-/// The kernels of a group: the chip's tile selection for the shape, cut to
-/// the ranges that serve some M up to `maxM`, the last one made unbounded so
-/// that every M finds a kernel.
+/// The kernels of a group: its explicit tiles, or the chip's tile selection
+/// for the shape cut to the ranges that serve some M up to `maxM`, the last
+/// one made unbounded so that every M finds a kernel.
 llvm::Expected<SmallVector<TileConfig>>
 getGroupTiles(const KernelGroupSpec &spec);
 

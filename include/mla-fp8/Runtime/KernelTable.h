@@ -100,6 +100,20 @@ struct KernelEntry : kernel_abi::KernelDescription {
   const KernelArg *findArg(std::string_view name) const;
 };
 
+} // namespace mlir::mlafp8::runtime
+namespace mlir::mlafp8::kernel_abi {
+struct LaunchShape;
+} // namespace mlir::mlafp8::kernel_abi
+namespace mlir::mlafp8::runtime {
+
+/// The entry of a kernel compiled outside a bundle (tests, tile sweeps): its
+/// description, M range and launch shape, with everything else the kernel ABI
+/// implies (symbol, workgroup, kernarg layout, workspace).
+KernelEntry makeKernelEntry(const kernel_abi::KernelDescription &description,
+                            int64_t minM, int64_t maxM,
+                            const kernel_abi::LaunchShape &launch,
+                            std::shared_ptr<const std::string> codeObject);
+
 /// One call of a prequant-bmm kernel. Element strides; K and N strides are 1.
 /// X (bf16/f16 bits) element (b, m, k) is at x[b * xStrideB + m * xStrideM +
 /// k]; Y likewise with N. Only the extent the strides reach is copied in and

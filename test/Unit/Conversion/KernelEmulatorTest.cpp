@@ -119,51 +119,18 @@ std::string compile(const Case &c) {
 /// workgroup and grid, which the launcher checks against the code object).
 runtime::KernelEntry describeKernel(const Case &c, const TileConfig &tile,
                                     std::shared_ptr<const std::string> code) {
-  runtime::KernelEntry e;
-  e.chip = c.chip;
-  kernel_abi::KernelNameFields name;
-  name.n = c.N;
-  name.k = c.K;
-  name.groupSize = c.groupSize;
-  name.outType = c.f16 ? "f16" : "bf16";
-  name.perBatchScale = c.perBatch;
-  name.hasBias = c.bias;
-  name.chip = c.chip;
-  name.minM = tile.minM;
-  name.maxM = tile.maxM;
-  e.symbol = kernel_abi::getKernelSymbol(name);
-  e.n = c.N;
-  e.k = c.K;
-  e.groupSize = c.groupSize;
-  e.inType = e.outType = c.f16 ? "f16" : "bf16";
-  e.fp8Type = c.chip == "gfx942" ? "f8E4M3FNUZ" : "f8E4M3FN";
-  e.weightScale = c.perBatch ? kernel_abi::WeightScaleMode::PerBatch
+  kernel_abi::KernelDescription d;
+  d.chip = c.chip;
+  d.n = c.N;
+  d.k = c.K;
+  d.groupSize = c.groupSize;
+  d.inType = d.outType = c.f16 ? "f16" : "bf16";
+  d.fp8Type = c.chip == "gfx942" ? "f8E4M3FNUZ" : "f8E4M3FN";
+  d.weightScale = c.perBatch ? kernel_abi::WeightScaleMode::PerBatch
                              : kernel_abi::WeightScaleMode::PerTensor;
-  e.hasBias = c.bias;
-  e.minM = tile.minM;
-  e.maxM = tile.maxM;
-  e.blockM = tile.blockM;
-  e.blockN = tile.blockN;
-  e.waves = tile.waves;
-  e.splitK = tile.splitK;
-  kernel_abi::LaunchShape launch{c.N, tile.blockM, tile.blockN, tile.waves,
-                                 tile.splitK};
-  std::array<int64_t, 3> block = kernel_abi::getWorkgroupSize(launch);
-  e.workgroupSize = {uint32_t(block[0]), uint32_t(block[1]),
-                     uint32_t(block[2])};
-  e.kernargSize = kernel_abi::kKernargBytes;
-  e.workspaceBytesPerBlock =
-      kernel_abi::getWorkspaceBytesPerBlock(launch).value_or(0);
-  for (const kernel_abi::KernelArg &a : kernel_abi::getKernelArgs()) {
-    runtime::KernelArg arg;
-    arg.offset = a.offset;
-    arg.size = a.size;
-    arg.kind = kernel_abi::getMetadataValueKind(a.kind).str();
-    arg.name = a.name.str();
-    e.args.push_back(std::move(arg));
-  }
-  e.codeObject = std::move(code);
-  return e;
+  d.hasBias = c.bias;
+  return runtime::makeKernelEntry(d, tile.minM, tile.maxM,
+                                  tile.getLaunchShape(c.N), std::move(code));
 }
 
 /// Runs every M of `c` through the reference check, each M once per entry of

@@ -25,8 +25,8 @@ LaunchTiming runTimed(const std::string &source, DeviceMemory *memory = nullptr,
                       unsigned workItems = 64, uint32_t ldsBytes = 0) {
   TimingOptions options;
   options.device = &mi300x();
-  auto r = runAsm(source, setup, memory, "gfx942", workItems, ldsBytes,
-                  &options);
+  auto r =
+      runAsm(source, setup, memory, "gfx942", workItems, ldsBytes, &options);
   EXPECT_TRUE(bool(r)) << llvm::toString(r.takeError());
   if (!r || !r->stats.timing)
     return {};
@@ -140,10 +140,10 @@ TEST(Timing, LdsBroadcastIsNoConflict) {
 }
 
 TEST(Timing, DependentMfmasWaitForThePipe) {
-  LaunchTiming m = runTimed(
-      "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], 0\n"
-      "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], v[4:7]\n"
-      "v_mov_b32_e32 v8, v4\n");
+  LaunchTiming m =
+      runTimed("v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], 0\n"
+               "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], v[4:7]\n"
+               "v_mov_b32_e32 v8, v4\n");
   // 16 cycles each (4 passes): the second starts at 16 and ends at 32; the
   // v_mov reads its result, so it issues at 32.
   const auto &stalls = m.critical.criticalStalls;
@@ -156,11 +156,11 @@ TEST(Timing, DependentMfmasWaitForThePipe) {
 }
 
 TEST(Timing, IndependentValuHidesUnderMfma) {
-  LaunchTiming m = runTimed(
-      "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], 0\n"
-      "v_add_u32_e32 v9, v0, v0\n"
-      "v_add_u32_e32 v10, v0, v0\n"
-      "v_add_u32_e32 v11, v0, v0\n");
+  LaunchTiming m =
+      runTimed("v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], 0\n"
+               "v_add_u32_e32 v9, v0, v0\n"
+               "v_add_u32_e32 v10, v0, v0\n"
+               "v_add_u32_e32 v11, v0, v0\n");
   // The three VALU slots run while the MFMA holds the matrix pipe (0..16):
   // five slots in all, as if the MFMA took only its issue slot.
   EXPECT_EQ(m.critical.cycles[0], 5 * I);
@@ -170,20 +170,21 @@ TEST(Timing, IndependentValuHidesUnderMfma) {
 TEST(Timing, BarrierJoinsTheLatestWave) {
   Table t;
   // Wave 1 loads before the barrier, wave 0 does not.
-  LaunchTiming m = runTimed("v_readfirstlane_b32 s2, v0\n"
-                            "s_cmp_lt_u32 s2, 64\n"
-                            "s_cbranch_scc1 .Lskip\n"
-                            "global_load_dword v1, v2, s[0:1]\n"
-                            "s_waitcnt vmcnt(0)\n"
-                            ".Lskip:\n"
-                            "s_barrier\n",
-                            &t.mem,
-                            [&](WaveState &w) {
-                              w.setSgpr64(0, t.base);
-                              for (unsigned lane = 0; lane < 64; ++lane)
-                                w.v(2, lane) = 0;
-                            },
-                            128);
+  LaunchTiming m = runTimed(
+      "v_readfirstlane_b32 s2, v0\n"
+      "s_cmp_lt_u32 s2, 64\n"
+      "s_cbranch_scc1 .Lskip\n"
+      "global_load_dword v1, v2, s[0:1]\n"
+      "s_waitcnt vmcnt(0)\n"
+      ".Lskip:\n"
+      "s_barrier\n",
+      &t.mem,
+      [&](WaveState &w) {
+        w.setSgpr64(0, t.base);
+        for (unsigned lane = 0; lane < 64; ++lane)
+          w.v(2, lane) = 0;
+      },
+      128);
   // Wave 1: load at 3I returns at 3I + L; wait, barrier: arrives at
   // 3I + L + 2I. Wave 0 arrives at 4I and leaves with wave 1.
   EXPECT_EQ(m.critical.cycles[0], 3 * I + L + 2 * I + I);

@@ -1,0 +1,142 @@
+//===- tile-sweep.cpp - Modelled kernel time of candidate tiles -----------===//
+//
+// Compiles one kernel per candidate tile for (chip, N, K) and runs each on
+// the emulator's timing model for every (B, M) asked for: how the tile table
+// is chosen (lib/Dialect/MLAFP8/Transforms/TileTable.cpp). Prints modelled
+// kernel time (us, launch overhead excluded) and the limiting term.
+//
+//   mla-fp8-tile-sweep --chip gfx942 -N 512 -K 128 --batches 8,16,128 \
+//       --ms 16,32 --tile 16x16x1:m16n16k32 --tile 16x64x4:m16n16k32:1:1
+//
+// A tile is BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]].
+//
+//===----------------------------------------------------------------------===//
+
+#include "mla-fp8/AOT/Compile.h"
+#include "mla-fp8/Runtime/EmulatorLaunch.h"
+#include "mla-fp8/Runtime/Verify.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+using namespace mlir::mlafp8;
+
+static cl::opt<std::string> chipOpt("chip", cl::desc("Chip"),
+                                    cl::init("gfx942"));
+static cl::opt<int64_t> nOpt("N", cl::desc("Columns"), cl::init(512));
+static cl::opt<int64_t> kOpt("K", cl::desc("Reduction"), cl::init(128));
+static cl::opt<int64_t> groupOpt("group", cl::desc("Group size"),
+                                 cl::init(128));
+static cl::list<int64_t> batchesOpt("batches", cl::desc("Batch sizes"),
+                                    cl::CommaSeparated);
+static cl::list<int64_t> msOpt("ms", cl::desc("Token counts"),
+                               cl::CommaSeparated);
+static cl::list<std::string>
+    tilesOpt("tile", cl::desc("BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]"));
+static cl::opt<std::string>
+    deviceOpt("device", cl::desc("Product (default: the chip's)"));
+
+[[noreturn]] static void die(const Twine &msg) {
+  errs() << "mla-fp8-tile-sweep: error: " << msg << "\n";
+  exit(1);
+}
+
+static TileConfig parseTile(StringRef text) {
+  SmallVector<StringRef, 4> parts, dims;
+  text.split(parts, ':');
+  parts[0].split(dims, 'x');
+  TileConfig t;
+  t.minM = 1;
+  t.maxM = 0;
+  if (dims.size() != 3 || parts.size() < 2 ||
+      dims[0].getAsInteger(10, t.blockM) ||
+      dims[1].getAsInteger(10, t.blockN) || dims[2].getAsInteger(10, t.waves))
+    die("bad --tile '" + text + "' (BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]])");
+  t.mfma = lookupMfma(parts[1]);
+  if (!t.mfma)
+    die("unknown MFMA '" + parts[1] + "' in --tile '" + text + "'");
+  if ((parts.size() > 2 && parts[2].getAsInteger(10, t.splitK)) ||
+      (parts.size() > 3 && parts[3].getAsInteger(10, t.stages)))
+    die("bad --tile '" + text + "'");
+  return t;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv, "modelled time of candidate tiles");
+  const DeviceTiming *device = deviceOpt.empty()
+                                   ? getDefaultDeviceTiming(chipOpt)
+                                   : lookupDeviceTiming(deviceOpt);
+  const ChipInfo *chip = lookupChip(chipOpt);
+  if (!chip || !device)
+    die("unknown chip or device");
+  std::vector<int64_t> batches(batchesOpt.begin(), batchesOpt.end());
+  std::vector<int64_t> ms(msOpt.begin(), msOpt.end());
+  // Copied: compiling registers the pipelines' own options, which can move
+  // the parsed ones.
+  std::vector<std::string> tiles(tilesOpt.begin(), tilesOpt.end());
+  if (batches.empty())
+    batches = {8, 16, 32, 128};
+  if (ms.empty())
+    ms = {1, 16, 64, 256, 1024};
+
+  outs() << "modelled kernel time (us) on " << device->name << ", N=" << nOpt
+         << " K=" << kOpt << "\n";
+  outs() << format("%-26s", "tile");
+  for (int64_t b : batches)
+    for (int64_t m : ms)
+      outs() << format(" %14s",
+                       ("B" + Twine(b) + " M" + Twine(m)).str().c_str());
+  outs() << "\n";
+  for (const std::string &text : tiles) {
+    KernelGroupSpec spec;
+    spec.projection = "sweep";
+    spec.kernel.chip = chipOpt;
+    spec.kernel.n = nOpt;
+    spec.kernel.k = kOpt;
+    spec.kernel.groupSize = groupOpt;
+    spec.kernel.inType = spec.kernel.outType = "bf16";
+    spec.kernel.fp8Type = chip->fp8E4M3TypeName.str();
+    spec.tiles = {parseTile(text)};
+    Expected<CompiledCodeObject> compiled =
+        compileKernelGroupToCodeObject(spec, /*withIsa=*/false);
+    if (!compiled) {
+      outs() << format("%-26s ", text.c_str()) << "does not compile: "
+             << toString(compiled.takeError()).substr(0, 200) << "\n";
+      continue;
+    }
+    const TileConfig &tile = spec.tiles.front();
+    runtime::KernelEntry entry = runtime::makeKernelEntry(
+        spec.kernel, 1, 0, tile.getLaunchShape(nOpt),
+        std::make_shared<const std::string>(compiled->codeObject));
+    unsigned vgprs = compiled->metadata.kernels.empty()
+                         ? 0
+                         : compiled->metadata.kernels.front().vgprCount;
+    outs() << format("%-20s v%-4u", text.c_str(), vgprs);
+    runtime::EmulatorLauncher launcher;
+    launcher.setTiming(device, /*full=*/false);
+    for (int64_t b : batches)
+      for (int64_t m : ms) {
+        runtime::VerifyProblem problem;
+        problem.batch = b;
+        problem.m = m;
+        problem.compare = false;
+        problem.threads = 1;
+        runtime::VerifyResult r =
+            runtime::verifyKernel(launcher, entry, problem);
+        if (!r.error.empty() || !r.stats.timing) {
+          outs() << format(" %14s", "error");
+          errs() << text << " B" << b << " M" << m << ": " << r.error << "\n";
+          continue;
+        }
+        const emu::LaunchEstimate &e = r.stats.timing->estimates.front();
+        outs() << format(" %8.3f %-5s", e.kernelMicroseconds,
+                         e.limiter.substr(0, 5).c_str());
+      }
+    outs() << "\n";
+  }
+  return 0;
+}
