@@ -75,16 +75,17 @@ int main(int argc, char **argv) {
     die("unknown chip or device");
   std::vector<int64_t> batches(batchesOpt.begin(), batchesOpt.end());
   std::vector<int64_t> ms(msOpt.begin(), msOpt.end());
-  // Copied: compiling registers the pipelines' own options, which can move
-  // the parsed ones.
+  // Copied: compiling resets the command line's options to their defaults.
   std::vector<std::string> tiles(tilesOpt.begin(), tilesOpt.end());
+  const std::string chipName = chipOpt;
+  const int64_t n = nOpt, k = kOpt, groupSize = groupOpt;
   if (batches.empty())
     batches = {8, 16, 32, 128};
   if (ms.empty())
     ms = {1, 16, 64, 256, 1024};
 
-  outs() << "modelled kernel time (us) on " << device->name << ", N=" << nOpt
-         << " K=" << kOpt << "\n";
+  outs() << "modelled kernel time (us) on " << device->name << ", N=" << n
+         << " K=" << k << "\n";
   outs() << format("%-26s", "tile");
   for (int64_t b : batches)
     for (int64_t m : ms)
@@ -94,10 +95,10 @@ int main(int argc, char **argv) {
   for (const std::string &text : tiles) {
     KernelGroupSpec spec;
     spec.projection = "sweep";
-    spec.kernel.chip = chipOpt;
-    spec.kernel.n = nOpt;
-    spec.kernel.k = kOpt;
-    spec.kernel.groupSize = groupOpt;
+    spec.kernel.chip = chipName;
+    spec.kernel.n = n;
+    spec.kernel.k = k;
+    spec.kernel.groupSize = groupSize;
     spec.kernel.inType = spec.kernel.outType = "bf16";
     spec.kernel.fp8Type = chip->fp8E4M3TypeName.str();
     spec.tiles = {parseTile(text)};
@@ -110,7 +111,7 @@ int main(int argc, char **argv) {
     }
     const TileConfig &tile = spec.tiles.front();
     runtime::KernelEntry entry = runtime::makeKernelEntry(
-        spec.kernel, 1, 0, tile.getLaunchShape(nOpt),
+        spec.kernel, 1, 0, tile.getLaunchShape(n),
         std::make_shared<const std::string>(compiled->codeObject));
     unsigned vgprs = compiled->metadata.kernels.empty()
                          ? 0
