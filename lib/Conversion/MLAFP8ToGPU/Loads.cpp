@@ -38,14 +38,20 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
   // Every pass is loaded, also a pass wholly past M, which quantizeRows then
   // skips: rows past M read row M - 1 (always valid: a workgroup exists only
   // for m0 < M), and their results are never stored.
+  // A pass's rows are the previous pass's plus rowsPerPass, so its offset is
+  // one add of a uniform stride, not a 64-bit multiply per pass (a quarter-rate
+  // VALU sequence), selected against the offset of row M - 1.
   Value laneInRow = rem(tid, p.lanesPerRow);
-  Value rowInPass = div(tid, p.lanesPerRow);
-  Value lastRow = arith::SubIOp::create(b, m, cst(1));
+  Value firstRow = add(m0, div(tid, p.lanesPerRow));
+  Value base = add(mul(batch, xStrideB), k0);
+  Value firstOffset = add(base, mul(firstRow, xStrideM));
+  Value lastOffset =
+      add(base, mul(arith::SubIOp::create(b, m, cst(1)), xStrideM));
+  Value passStride = mul(xStrideM, p.rowsPerPass);
   for (int64_t pass = 0; pass < p.passes; ++pass) {
-    Value row = add(rowInPass, pass * p.rowsPerPass);
-    Value globalRow = minIdx(add(m0, row), lastRow);
-    Value rowOffset =
-        add(add(mul(batch, xStrideB), mul(globalRow, xStrideM)), k0);
+    Value rowOffset = add(firstOffset, mul(passStride, pass));
+    rowOffset = arith::SelectOp::create(
+        b, ult(add(firstRow, pass * p.rowsPerPass), m), rowOffset, lastOffset);
     for (int64_t c = 0; c < p.chunksPerLane; ++c) {
       Value column = mul(add(laneInRow, c * p.lanesPerRow), kChunkColumns);
       // Columns past K read as zero.
