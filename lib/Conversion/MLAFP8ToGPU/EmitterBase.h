@@ -52,9 +52,10 @@ protected:
   Value concat(Value x, Value y);
 
   /// Whether pass `pass` of the quantization holds any row below M: a
-  /// workgroup-uniform condition. Passes past M are skipped entirely; the LDS
-  /// rows they would write only feed accumulator rows that are never stored
-  /// (an MFMA output row depends on its own A row only).
+  /// workgroup-uniform condition. Passes past M are not quantized (their
+  /// clamped loads are still issued, see loadGroup); the LDS rows they would
+  /// write only feed accumulator rows that are never stored (an MFMA output
+  /// row depends on its own A row only).
   Value passActive(int64_t pass) {
     return ult(add(m0, pass * p.rowsPerPass), m);
   }

@@ -176,6 +176,12 @@ SmallVector<Value> KernelEmitter::emitGroups(SmallVector<Value> accs) {
         loads = loadGroup(loop.getInductionVar(), /*partial=*/false);
       }
       SmallVector<Value> yielded = emitGroup(loads, current);
+      // The prefetched values reach the loop's block arguments through
+      // register copies at the back edge, which wait for the loads. The fence
+      // keeps the scheduler from hoisting those copies (and their waits) in
+      // between this group's MFMAs.
+      if (prefetch)
+        emitScheduleFence();
       yielded.append(next);
       scf::YieldOp::create(b, yielded);
     }

@@ -29,9 +29,12 @@ private:
   /// The K-groups of this workgroup (all of them, or its split's share).
   SmallVector<Value> emitGroups(SmallVector<Value> accs);
   /// The global loads of one K-group starting at column `k0`: the W units
-  /// ([N tile][unit]) followed by the raw X chunks ([pass][chunk]). Issued
-  /// one group ahead when the tile has stages > 1.
+  /// ([N tile][unit]) followed by the raw X chunks ([pass][chunk]), all
+  /// unconditional. Issued one group ahead when the tile has stages > 1.
   SmallVector<Value> loadGroup(Value k0, bool partial);
+  /// An `amdgpu.sched_barrier` that no instruction crosses: it pins the order
+  /// of the loads and of the waits for them.
+  void emitScheduleFence();
   /// Quantizes the X chunks of one K-group into the LDS A tile and its row
   /// scales.
   void quantizeRows(ValueRange xChunks);

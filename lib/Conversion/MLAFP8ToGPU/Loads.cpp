@@ -1,8 +1,16 @@
 //===- Loads.cpp - The global loads of one K-group ------------------------===//
+//
+// Every load of a group is unconditional and issued in one batch, before any
+// of its values is used: the group then costs one memory round trip, and with
+// stages > 1 the wait for a prefetched group is a constant count of younger
+// loads. (Loads under a branch, used in it, cost a round trip each, and
+// leave LLVM unable to count the loads in flight after the branch joins.)
+//
+//===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
 
-#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 
 using namespace mlir;
 using namespace mlir::mlafp8;
@@ -27,47 +35,40 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
     }
   }
   // X: `lanesPerRow` adjacent lanes share a row, one chunk of columns each.
-  // Rows past M read row M - 1 (always valid: a workgroup exists only for
-  // m0 < M); their results are never stored.
+  // Every pass is loaded, also a pass wholly past M, which quantizeRows then
+  // skips: rows past M read row M - 1 (always valid: a workgroup exists only
+  // for m0 < M), and their results are never stored.
+  // A pass's rows are the previous pass's plus rowsPerPass, so its offset is
+  // one add of a uniform stride, not a 64-bit multiply per pass (a quarter-rate
+  // VALU sequence), selected against the offset of row M - 1.
   Value laneInRow = rem(tid, p.lanesPerRow);
-  Value rowInPass = div(tid, p.lanesPerRow);
-  Value lastRow = arith::SubIOp::create(b, m, cst(1));
+  Value firstRow = add(m0, div(tid, p.lanesPerRow));
+  Value base = add(mul(batch, xStrideB), k0);
+  Value firstOffset = add(base, mul(firstRow, xStrideM));
+  Value lastOffset =
+      add(base, mul(arith::SubIOp::create(b, m, cst(1)), xStrideM));
+  Value passStride = mul(xStrideM, p.rowsPerPass);
   for (int64_t pass = 0; pass < p.passes; ++pass) {
-    Value row = add(rowInPass, pass * p.rowsPerPass);
-    Value globalRow = minIdx(add(m0, row), lastRow);
-    Value rowOffset =
-        add(add(mul(batch, xStrideB), mul(globalRow, xStrideM)), k0);
-    auto loadChunks = [&] {
-      SmallVector<Value> chunks;
-      for (int64_t c = 0; c < p.chunksPerLane; ++c) {
-        Value column = mul(add(laneInRow, c * p.lanesPerRow), kChunkColumns);
-        // Columns past K read as zero.
-        Value valid = partial ? tailValid(column, kChunkColumns) : Value();
-        chunks.push_back(loadVector(x, add(rowOffset, column), kChunkColumns,
-                                    p.xType, p.xAlign, valid));
-      }
-      return chunks;
-    };
-    if (pass == 0) {
-      loads.append(loadChunks());
-      continue;
+    Value rowOffset = add(firstOffset, mul(passStride, pass));
+    rowOffset = arith::SelectOp::create(
+        b, ult(add(firstRow, pass * p.rowsPerPass), m), rowOffset, lastOffset);
+    for (int64_t c = 0; c < p.chunksPerLane; ++c) {
+      Value column = mul(add(laneInRow, c * p.lanesPerRow), kChunkColumns);
+      // Columns past K read as zero.
+      Value valid = partial ? tailValid(column, kChunkColumns) : Value();
+      loads.push_back(loadVector(x, add(rowOffset, column), kChunkColumns,
+                                 p.xType, p.xAlign, valid));
     }
-    // Passes past M load nothing (see passActive).
-    auto chunkType = VectorType::get({kChunkColumns}, p.xType);
-    SmallVector<Type> types(p.chunksPerLane, chunkType);
-    auto ifOp = scf::IfOp::create(b, types, passActive(pass),
-                                  /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToEnd(ifOp.thenBlock());
-      scf::YieldOp::create(b, loadChunks());
-      b.setInsertionPointToEnd(ifOp.elseBlock());
-      Value zero = arith::ConstantOp::create(
-          b, chunkType,
-          DenseElementsAttr::get(chunkType, b.getZeroAttr(p.xType)));
-      scf::YieldOp::create(b, SmallVector<Value>(p.chunksPerLane, zero));
-    }
-    loads.append(ifOp.getResults().begin(), ifOp.getResults().end());
   }
+  // Keeps the machine scheduler from moving a use of the first loads (such as
+  // the bf16 -> f32 widening of pass 0) above the later loads: its wait would
+  // then split the batch into two round trips.
+  emitScheduleFence();
   return loads;
+}
+
+void KernelEmitter::emitScheduleFence() {
+  amdgpu::SchedBarrierOp::create(
+      b, amdgpu::sched_barrier_opt_enumAttr::get(
+             b.getContext(), amdgpu::sched_barrier_opt_enum::none));
 }

@@ -1,0 +1,92 @@
+// The global loads of a K-group (W and every X pass) are issued together,
+// unconditionally, before anything waits for them, so that a group costs one
+// memory round trip; with stages = 2 the loads of the next group stay in
+// flight while this group is quantized and multiplied.
+// RUN: mla-fp8-opt %s --mlafp8-select-tiles=chip=gfx942 --convert-mlafp8-to-gpu=chip=gfx942 | FileCheck %s --check-prefix=IR
+// RUN: rm -rf %t && mkdir -p %t/gfx942 %t/gfx950
+// RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 dump=%t/gfx942" -o /dev/null
+// gfx950 takes OCP fp8 weights; the kernels have the same shape.
+// RUN: sed 's/E4M3FNUZ/E4M3FN/g' %s | mla-fp8-opt --mlafp8-to-hsaco="chip=gfx950 dump=%t/gfx950" -o /dev/null
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/kup_kernels.hsaco > %t/gfx942/kup.s
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/vup_kernels.hsaco > %t/gfx942/vup.s
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco > %t/gfx950/kup.s
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/vup_kernels.hsaco > %t/gfx950/vup.s
+// One group: K-up, and V-up split 4 ways (one group per split).
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m1_16 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_32 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m65_128 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m513_inf < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m1_16 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_32 < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m513_inf < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_32 < %t/gfx950/vup.s
+// Four groups, the next one prefetched (stages = 2).
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m33_64 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m65_128 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m513_inf < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m65_128 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m513_inf < %t/gfx950/vup.s
+
+// K-up m17_32 quantizes its 32 rows in 8 passes of 4: all 8 X loads precede
+// the first branch, and a fence pins them above their uses.
+// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m17_32(
+// IR-NOT: scf.if
+// IR-COUNT-2: memref<2147483647xi8, #gpu.address_space<global>>, vector<16xi8>
+// IR-NOT: scf.if
+// IR-COUNT-8: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-NOT: scf.if
+// IR: amdgpu.sched_barrier allow = <none>
+// IR-NOT: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR: amdgpu.mfma
+
+// One group: the first wait or branch after the loads is pass 0's wait,
+// which leaves later loads in flight; no load follows it; once the counter is
+// drained, no pass (a uniform branch on M) is left before the MFMAs. Before,
+// each pass's loads sat in its branch and ended in vmcnt(0). (Every match
+// lies within the kernel: none crosses its s_endpgm.)
+// ONE: _[[KERNEL]]>:
+// ONE-NOT: {{s_cbranch|vmcnt|s_endpgm}}
+// ONE: s_waitcnt vmcnt({{[1-9]}}
+// ONE-NOT: {{global_load|s_endpgm}}
+// ONE: s_waitcnt vmcnt(0)
+// ONE-NOT: {{global_load|s_cbranch_vcc|s_endpgm}}
+// ONE: v_mfma
+
+// The loop: the prologue's loads are one batch that enters the loop without
+// a wait; in the loop, this group's MFMAs are all issued before the only
+// vmcnt(0) (the back-edge copies of the next group's registers); the next
+// prefetch is one batch, and pass 0 waits for this group's loads only (a
+// nonzero count: the prefetch stays in flight); the passes neither load nor
+// drain the counter. Before, the passes' loads were under branches and the
+// waits reached into the prefetch before the MFMAs.
+// LOOP: _[[KERNEL]]>:
+// LOOP-NOT: {{s_cbranch|vmcnt|s_endpgm}}
+// LOOP: global_load_dwordx4
+// LOOP-NOT: {{s_cbranch|vmcnt|s_endpgm}}
+// LOOP: s_branch
+// LOOP-NOT: {{vmcnt\(0\)|s_endpgm}}
+// LOOP: v_mfma
+// LOOP-NOT: {{global_load|s_endpgm}}
+// LOOP: s_waitcnt vmcnt(0)
+// LOOP-NOT: {{v_mfma|vmcnt|s_endpgm}}
+// LOOP: s_cbranch_vccz
+// LOOP-NOT: {{s_cbranch|vmcnt|s_endpgm}}
+// LOOP: global_load_dwordx4
+// LOOP-NOT: {{s_cbranch|vmcnt|s_endpgm}}
+// LOOP: s_waitcnt vmcnt({{[1-9]}}
+// LOOP-NOT: {{global_load|vmcnt\(0\)|s_endpgm}}
+// LOOP: global_store
+
+func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
+               %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x128xbf16>,
+      tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  return %y : tensor<16x?x512xbf16>
+}
+
+func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
+               %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,
+      tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
+  return %y : tensor<16x?x128xbf16>
+}
