@@ -1,64 +1,170 @@
 //===- Epilogue.cpp - Descale, bias, round and store Y --------------------===//
+//
+// A run of MFMA accumulators gives a lane 4 consecutive rows of one column,
+// and the 4 lanes of a DPP quad hold 4 adjacent columns. A 4x4 transpose
+// inside each quad (two DPP exchanges, no LDS) gives each lane 4 adjacent
+// columns of one row: one 8-byte store per run and N tile, and one row
+// address and one row test per run, instead of a 2-byte store, an address
+// and a branch per element.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Epilogue.h"
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace mlir::mlafp8;
 
+/// Lanes of a DPP quad, and so the rows of a run a transpose exchanges.
+static constexpr int64_t kQuadLanes = 4;
+
 namespace {
 class OutputEpilogue : public Epilogue, private EmitterBase {
 public:
-  explicit OutputEpilogue(const EmitterBase &kernel) : EmitterBase(kernel) {}
+  OutputEpilogue(const EmitterBase &kernel, Value descale)
+      : EmitterBase(kernel), descale(descale) {}
 
   void emit(ValueRange accs) override;
+
+private:
+  /// Swaps one bit of the element index with the same bit of the lane index
+  /// inside each quad: elements `i` and `i + stride` pair up, `laneBit` says
+  /// whether this lane's bit is set, and `perm` is the quad permutation that
+  /// reaches the lane differing in that bit.
+  void exchange(MutableArrayRef<Value> values, int64_t stride, Value laneBit,
+                ArrayRef<int32_t> perm);
+  /// Whether `bit` of the lane index is set.
+  Value laneBitSet(int64_t bit);
+
+  /// The weight descale, loaded at kernel entry.
+  Value descale;
 };
 } // namespace
 
+Value OutputEpilogue::laneBitSet(int64_t bit) {
+  Value masked = arith::AndIOp::create(b, lane, cst(bit));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, masked, cst(0));
+}
+
+void OutputEpilogue::exchange(MutableArrayRef<Value> values, int64_t stride,
+                              Value laneBit, ArrayRef<int32_t> perm) {
+  for (int64_t i = 0, e = values.size(); i < e; ++i) {
+    if (i & stride)
+      continue;
+    Value low = values[i], high = values[i + stride];
+    // A lane keeps the element whose bit equals its lane bit and sends the
+    // other one to its partner, which sends back the matching element.
+    Value sent = arith::SelectOp::create(b, laneBit, low, high);
+    Value received = amdgpu::DPPOp::create(b, sent.getType(), sent, sent,
+                                           amdgpu::DPPPerm::quad_perm,
+                                           b.getI32ArrayAttr(perm));
+    values[i] = arith::SelectOp::create(b, laneBit, received, low);
+    values[i + stride] = arith::SelectOp::create(b, laneBit, high, received);
+  }
+}
+
 void OutputEpilogue::emit(ValueRange accs) {
+  int64_t run = p.mfma->accRowsPerRun;
+  assert(run == kQuadLanes && p.mfma->n % kQuadLanes == 0 &&
+         "the transpose needs runs of one quad's rows");
   Type f32Type = b.getF32Type();
-  Value descale = memref::LoadOp::create(
-      b, ws, ValueRange{p.perBatchScale ? batch : cst(0)});
+  Type i32Type = b.getI32Type();
+  auto rowType = VectorType::get({run}, f32Type);
+  auto storeType = VectorType::get({run}, p.yType);
+  // Two 16-bit values per dword: the second exchange moves whole dwords.
+  auto dwordsType = VectorType::get({run / 2}, i32Type);
   Value laneGroup = div(lane, p.mfma->n);
   Value laneInGroup = rem(lane, p.mfma->n);
+  Value quadLane = rem(lane, kQuadLanes);
+  Value oddLane = laneBitSet(1), upperPair = laneBitSet(2);
+  Value quadColumn = arith::SubIOp::create(b, laneInGroup, quadLane);
+  bool nTail = p.n % p.tile.getBlockN() != 0;
+
+  // Per N tile: this lane's bias (of its accumulator column), and the first
+  // of the 4 columns it stores after the transpose.
+  SmallVector<Value> biasValues, storeColumns;
+  for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
+    storeColumns.push_back(outputColumn(quadColumn, nt));
+    if (!p.hasBias)
+      continue;
+    Value column = outputColumn(laneInGroup, nt);
+    if (nTail)
+      column = minIdx(column, cst(p.n - 1));
+    Value value = memref::LoadOp::create(
+        b, bias, ValueRange{add(mul(batch, p.n), column)});
+    biasValues.push_back(arith::ExtFOp::create(b, f32Type, value));
+  }
+
+  auto store = [&](Value value, Value offset) {
+    auto op = vector::StoreOp::create(b, value, y, ValueRange{offset});
+    // Y's rows are only element-aligned (any strides).
+    op.setAlignment(uint64_t(2));
+  };
   for (int64_t mtw = 0; mtw < p.mtPerWave; ++mtw) {
     Value rowBase = add(m0, mul(add(mul(waveM, p.mtPerWave), mtw), p.mfma->m));
-    for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
-      Value acc = accs[mtw * p.ntPerWave + nt];
-      Value column = outputColumn(laneInGroup, nt);
-      Value columnOk;
-      if (p.n % p.tile.getBlockN() != 0)
-        columnOk = ult(column, cst(p.n));
-      Value biasValue;
-      if (p.hasBias) {
-        Value biasColumn = columnOk ? minIdx(column, cst(p.n - 1)) : column;
-        biasValue = memref::LoadOp::create(
-            b, bias, ValueRange{add(mul(batch, p.n), biasColumn)});
-        biasValue = arith::ExtFOp::create(b, f32Type, biasValue);
+    for (int64_t r0 = 0; r0 < p.accumulators; r0 += run) {
+      SmallVector<Value> rows;
+      for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
+        Value acc = accs[mtw * p.ntPerWave + nt];
+        SmallVector<Value> values;
+        for (int64_t e = 0; e < run; ++e) {
+          Value value = vector::ExtractOp::create(b, acc, r0 + e);
+          value = arith::MulFOp::create(b, value, descale);
+          if (p.hasBias)
+            value = arith::AddFOp::create(b, value, biasValues[nt]);
+          values.push_back(value);
+        }
+        // Rows become columns: first the low bit of the element and lane
+        // indices on f32, then, rounded and packed, the high bit on dwords.
+        exchange(values, 1, oddLane, {1, 0, 3, 2});
+        Value rounded = arith::TruncFOp::create(
+            b, storeType, vector::FromElementsOp::create(b, rowType, values));
+        Value packed = vector::BitCastOp::create(b, dwordsType, rounded);
+        SmallVector<Value> dwords;
+        for (int64_t d = 0; d < run / 2; ++d)
+          dwords.push_back(vector::ExtractOp::create(b, packed, d));
+        exchange(dwords, 1, upperPair, {2, 3, 0, 1});
+        rows.push_back(vector::BitCastOp::create(
+            b, storeType,
+            vector::FromElementsOp::create(b, dwordsType, dwords)));
       }
-      for (int64_t r = 0; r < p.accumulators; ++r) {
-        Value row = add(rowBase, accumulatorRow(laneGroup, r));
-        Value value = vector::ExtractOp::create(b, acc, r);
-        value = arith::MulFOp::create(b, value, descale);
-        if (biasValue)
-          value = arith::AddFOp::create(b, value, biasValue);
-        value = arith::TruncFOp::create(b, p.yType, value);
-        Value inBounds = ult(row, m);
-        if (columnOk)
-          inBounds = arith::AndIOp::create(b, inBounds, columnOk);
-        emitIf(inBounds, [&] {
-          Value offset =
-              add(add(mul(batch, yStrideB), mul(row, yStrideM)), column);
-          memref::StoreOp::create(b, value, y, ValueRange{offset});
-        });
-      }
+      // After the transpose, quad lane j holds row j of the run.
+      Value row = add(add(rowBase, accumulatorRow(laneGroup, r0)), quadLane);
+      Value rowOffset = add(mul(batch, yStrideB), mul(row, yStrideM));
+      emitIf(ult(row, m), [&] {
+        for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
+          Value column = storeColumns[nt];
+          Value offset = add(rowOffset, column);
+          if (!nTail) {
+            store(rows[nt], offset);
+            continue;
+          }
+          Value whole = ult(add(column, run - 1), cst(p.n));
+          emitIf(whole, [&] { store(rows[nt], offset); });
+          if (p.n % run == 0)
+            continue;
+          // The one quad that straddles N stores its columns below N one
+          // at a time.
+          Value straddles = arith::XOrIOp::create(
+              b, whole, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+          emitIf(straddles, [&] {
+            for (int64_t c = 0; c < run - 1; ++c)
+              emitIf(ult(add(column, c), cst(p.n)), [&] {
+                memref::StoreOp::create(
+                    b, vector::ExtractOp::create(b, rows[nt], c), y,
+                    ValueRange{add(offset, c)});
+              });
+          });
+        }
+      });
     }
   }
 }
 
 std::unique_ptr<Epilogue>
-mlir::mlafp8::createOutputEpilogue(const EmitterBase &kernel) {
-  return std::make_unique<OutputEpilogue>(kernel);
+mlir::mlafp8::createOutputEpilogue(const EmitterBase &kernel, Value descale) {
+  return std::make_unique<OutputEpilogue>(kernel, descale);
 }
