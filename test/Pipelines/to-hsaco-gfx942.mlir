@@ -37,7 +37,7 @@
 // SPLITK: global_atomic_swap
 // SPLITK: buffer_inv sc1
 // SPLITK: global_load_dwordx4
-// SPLITK: global_store_short
+// SPLITK: global_store_dwordx2
 // SPLITK: s_endpgm
 // SPLITK-LABEL: _gfx942_m17_32>:
 // SPLITK: buffer_wbl2 sc1

@@ -3,9 +3,9 @@
 // A run of MFMA accumulators gives a lane 4 consecutive rows of one column,
 // and the 4 lanes of a DPP quad hold 4 adjacent columns. A 4x4 transpose
 // inside each quad (two DPP exchanges, no LDS) gives each lane 4 adjacent
-// columns of one row: one 8-byte store per run and N tile, and one row
-// address and one row test per run, instead of a 2-byte store, an address
-// and a branch per element.
+// columns of one row: one 8-byte store per run and N tile, under one row test
+// per run, where each element had its own 2-byte store, 64-bit address and
+// branch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,8 +45,14 @@ private:
 } // namespace
 
 Value OutputEpilogue::laneBitSet(int64_t bit) {
-  Value masked = arith::AndIOp::create(b, lane, cst(bit));
-  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, masked, cst(0));
+  // On i32: an index test would be a 64-bit compare.
+  Type i32Type = b.getI32Type();
+  Value masked = arith::AndIOp::create(
+      b, arith::IndexCastOp::create(b, i32Type, lane),
+      arith::ConstantOp::create(b, b.getI32IntegerAttr(bit)));
+  return arith::CmpIOp::create(
+      b, arith::CmpIPredicate::ne, masked,
+      arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
 }
 
 void OutputEpilogue::exchange(MutableArrayRef<Value> values, int64_t stride,
@@ -85,9 +91,12 @@ void OutputEpilogue::emit(ValueRange accs) {
 
   // Per N tile: this lane's bias (of its accumulator column), and the first
   // of the 4 columns it stores after the transpose.
-  SmallVector<Value> biasValues, storeColumns;
+  SmallVector<Value> biasValues, storeColumns, wholeQuads;
   for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
     storeColumns.push_back(outputColumn(quadColumn, nt));
+    // Whether all 4 columns lie below N.
+    if (nTail)
+      wholeQuads.push_back(ult(add(storeColumns[nt], run - 1), cst(p.n)));
     if (!p.hasBias)
       continue;
     Value column = outputColumn(laneInGroup, nt);
@@ -98,14 +107,27 @@ void OutputEpilogue::emit(ValueRange accs) {
     biasValues.push_back(arith::ExtFOp::create(b, f32Type, value));
   }
 
+  // This lane's first row after the transpose (quad lane j holds row j of a
+  // run) and the offset of its first column there. Other runs and MFMA row
+  // tiles are a constant number of rows further: a uniform offset. Rows are
+  // tested within the tile, on i32, against the tile's rows below M.
+  Value firstRowInTile = add(mul(mul(waveM, p.mtPerWave), p.mfma->m),
+                             add(accumulatorRow(laneGroup, 0), quadLane));
+  Value firstOffset =
+      add(add(mul(batch, yStrideB), mul(add(m0, firstRowInTile), yStrideM)),
+          storeColumns[0]);
+  Value firstRow32 = arith::IndexCastOp::create(b, i32Type, firstRowInTile);
+  Value tileRows = arith::IndexCastOp::create(
+      b, i32Type,
+      minIdx(arith::SubIOp::create(b, m, m0), cst(p.tile.getBlockM())));
   auto store = [&](Value value, Value offset) {
     auto op = vector::StoreOp::create(b, value, y, ValueRange{offset});
     // Y's rows are only element-aligned (any strides).
     op.setAlignment(uint64_t(2));
   };
   for (int64_t mtw = 0; mtw < p.mtPerWave; ++mtw) {
-    Value rowBase = add(m0, mul(add(mul(waveM, p.mtPerWave), mtw), p.mfma->m));
     for (int64_t r0 = 0; r0 < p.accumulators; r0 += run) {
+      int64_t rowDelta = mtw * p.mfma->m + accumulatorRowOfLane0(r0);
       SmallVector<Value> rows;
       for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
         Value acc = accs[mtw * p.ntPerWave + nt];
@@ -131,35 +153,39 @@ void OutputEpilogue::emit(ValueRange accs) {
             b, storeType,
             vector::FromElementsOp::create(b, dwordsType, dwords)));
       }
-      // After the transpose, quad lane j holds row j of the run.
-      Value row = add(add(rowBase, accumulatorRow(laneGroup, r0)), quadLane);
-      Value rowOffset = add(mul(batch, yStrideB), mul(row, yStrideM));
-      emitIf(ult(row, m), [&] {
-        for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
-          Value column = storeColumns[nt];
-          Value offset = add(rowOffset, column);
-          if (!nTail) {
-            store(rows[nt], offset);
-            continue;
-          }
-          Value whole = ult(add(column, run - 1), cst(p.n));
-          emitIf(whole, [&] { store(rows[nt], offset); });
-          if (p.n % run == 0)
-            continue;
-          // The one quad that straddles N stores its columns below N one
-          // at a time.
-          Value straddles = arith::XOrIOp::create(
-              b, whole, arith::ConstantOp::create(b, b.getBoolAttr(true)));
-          emitIf(straddles, [&] {
-            for (int64_t c = 0; c < run - 1; ++c)
-              emitIf(ult(add(column, c), cst(p.n)), [&] {
-                memref::StoreOp::create(
-                    b, vector::ExtractOp::create(b, rows[nt], c), y,
-                    ValueRange{add(offset, c)});
-              });
-          });
-        }
-      });
+      Value rowOffset = add(firstOffset, mul(yStrideM, rowDelta));
+      Value rowsLeft = arith::SubIOp::create(
+          b, tileRows,
+          arith::ConstantOp::create(b, b.getI32IntegerAttr(rowDelta)));
+      emitIf(arith::CmpIOp::create(b, arith::CmpIPredicate::slt, firstRow32,
+                                   rowsLeft),
+             [&] {
+               for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
+                 Value column = storeColumns[nt];
+                 Value offset = add(rowOffset, nt * p.mfma->n);
+                 if (!nTail) {
+                   store(rows[nt], offset);
+                   continue;
+                 }
+                 Value whole = wholeQuads[nt];
+                 emitIf(whole, [&] { store(rows[nt], offset); });
+                 if (p.n % run == 0)
+                   continue;
+                 // The one quad that straddles N stores its columns below N one
+                 // at a time.
+                 Value straddles = arith::XOrIOp::create(
+                     b, whole,
+                     arith::ConstantOp::create(b, b.getBoolAttr(true)));
+                 emitIf(straddles, [&] {
+                   for (int64_t c = 0; c < run - 1; ++c)
+                     emitIf(ult(add(column, c), cst(p.n)), [&] {
+                       memref::StoreOp::create(
+                           b, vector::ExtractOp::create(b, rows[nt], c), y,
+                           ValueRange{add(offset, c)});
+                     });
+                 });
+               }
+             });
     }
   }
 }
