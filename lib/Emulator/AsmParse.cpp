@@ -323,10 +323,19 @@ static bool parseModifier(StringRef t, Inst &inst) {
       return false; // tfe/lwe/addr64: not modelled
     return true;
   }
-  // s_waitcnt counters are no-ops.
-  if (t.starts_with("vmcnt(") || t.starts_with("lgkmcnt(") ||
-      t.starts_with("expcnt("))
+  // s_waitcnt counters: kept for the timing model.
+  for (auto [name, field] : {std::pair{"vmcnt(", &inst.waitVm},
+                             std::pair{"lgkmcnt(", &inst.waitLgkm},
+                             std::pair{"expcnt(", &inst.waitExp}}) {
+    StringRef arg = t;
+    if (!arg.consume_front(name) || !arg.consume_back(")"))
+      continue;
+    unsigned count;
+    if (arg.getAsInteger(10, count) || count > 127)
+      return false;
+    *field = int8_t(count);
     return true;
+  }
   auto [key, val] = t.split(':');
   if (val.empty())
     return false;

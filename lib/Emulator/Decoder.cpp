@@ -2,6 +2,7 @@
 
 #include "Decoder.h"
 #include "InstTable.h"
+#include "WaveTimeline.h"
 
 #include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCContext.h"
@@ -78,6 +79,7 @@ Expected<std::unique_ptr<InstCache>> InstCache::create(ArrayRef<uint8_t> image,
   std::unique_ptr<InstCache> cache(new InstCache());
   cache->image = image;
   cache->mc = std::move(*mc);
+  cache->chip = &chip;
   cache->slots = std::vector<std::atomic<const Inst *>>(image.size() / 4 + 1);
   return cache;
 }
@@ -147,6 +149,7 @@ Expected<const Inst *> InstCache::decode(uint64_t pc) {
                              inst->text.c_str(), opcodeName.c_str());
   inst->handler = inst->def->handler;
   inst->cls = inst->def->cls;
+  assignTimingKind(*inst, *chip);
   const Inst *raw = inst.get();
   owned.push_back(std::move(inst));
   slots[pc / 4].store(raw, std::memory_order_release);

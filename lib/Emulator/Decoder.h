@@ -39,6 +39,7 @@ private:
 
   llvm::ArrayRef<uint8_t> image;
   std::unique_ptr<MCState> mc;
+  const ChipInfo *chip = nullptr;
   std::vector<std::atomic<const Inst *>> slots;
   std::vector<std::unique_ptr<Inst>> owned;
   std::mutex mutex;

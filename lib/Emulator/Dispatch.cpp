@@ -2,6 +2,7 @@
 
 #include "Decoder.h"
 #include "Internal.h"
+#include "WaveTimeline.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/Format.h"
@@ -52,8 +53,10 @@ public:
                      std::array<uint32_t, 3> wg, uint64_t kernargAddr,
                      uint64_t dispatchPtr, uint64_t queuePtr,
                      ArrayRef<uint8_t> kernargBytes, DeviceMemory &mem,
-                     std::vector<uint8_t> &lds, ExecStats &stats);
-  Error runWave(ExecContext &ctx, uint64_t maxSteps, bool trace);
+                     std::vector<uint8_t> &lds, ExecStats &stats,
+                     WorkgroupTiming *timing);
+  Error runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
+                WaveTimeline *timeline, WorkgroupAccumulator *group);
 };
 
 /// Prints `inst` and its first result operand after execution.
@@ -78,7 +81,9 @@ static void traceInst(ExecContext &ctx, const Inst &inst) {
      << "\n";
 }
 
-Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace) {
+Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
+                            WaveTimeline *timeline,
+                            WorkgroupAccumulator *group) {
   WaveState &w = ctx.w;
   ExecStats &st = ctx.stats;
   while (!w.ended && !w.atBarrier) {
@@ -94,6 +99,10 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace) {
       return e;
     if (trace)
       traceInst(ctx, inst);
+    if (timeline) {
+      timeline->step(inst, *ctx.accesses, *group);
+      ctx.accesses->clear();
+    }
     ++st.instructions;
     switch (inst.cls) {
     case InstClass::SALU:
@@ -129,13 +138,41 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace) {
   return Error::success();
 }
 
+/// The workgroup's share of the launch model, from its waves' timelines.
+static void
+summarizeWorkgroup(const std::vector<std::unique_ptr<WaveTimeline>> &timelines,
+                   const WorkgroupAccumulator &group, WorkgroupTiming &out) {
+  unsigned scales = timelines.front()->getNumScales();
+  out.cycles.assign(scales, 0);
+  for (unsigned wi = 0; wi < timelines.size(); ++wi) {
+    const WaveTimeline &t = *timelines[wi];
+    for (unsigned s = 0; s < scales; ++s)
+      out.cycles[s] = std::max(out.cycles[s], t.end(s));
+    if (t.end(0) > timelines[out.criticalWave]->end(0))
+      out.criticalWave = wi;
+    out.waveIssueCycles.push_back(t.getIssueCycles());
+    out.waveMfmaCycles.push_back(t.getMfmaCycles());
+  }
+  const WaveTimeline &critical = *timelines[out.criticalWave];
+  out.criticalCounts = critical.getCounts();
+  out.criticalStalls = critical.getStalls();
+  out.criticalSites = critical.getStallSites();
+  out.scalarInstructions = group.scalarInstructions;
+  out.ldsCycles = group.ldsCycles;
+  out.vmemLines = group.vmemLines;
+  for (const auto &[base, lines] : group.linesByBuffer)
+    out.linesByBuffer[base].assign(lines.begin(), lines.end());
+  for (const auto &[base, cap] : group.bufferLines)
+    out.bufferLines[base] = cap;
+}
+
 Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
                                  std::array<uint32_t, 3> wg,
                                  uint64_t kernargAddr, uint64_t dispatchPtr,
                                  uint64_t queuePtr,
                                  ArrayRef<uint8_t> kernargBytes,
                                  DeviceMemory &mem, std::vector<uint8_t> &lds,
-                                 ExecStats &stats) {
+                                 ExecStats &stats, WorkgroupTiming *timing) {
   const KernelDescriptor &kd = k.descriptor;
   const auto &ws = cfg.workgroupSize;
   uint32_t items = ws[0] * ws[1] * ws[2];
@@ -226,24 +263,48 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
   for (WaveState &w : waves)
     ctxs.push_back(std::make_unique<ExecContext>(
         w, mem, lds.data(), uint32_t(lds.size()), stats, co->getChip()));
+  std::vector<std::unique_ptr<WaveTimeline>> timelines;
+  std::vector<std::vector<MemRecord>> accesses(timing ? numWaves : 0);
+  WorkgroupAccumulator group;
+  if (timing)
+    for (unsigned wi = 0; wi < numWaves; ++wi) {
+      timelines.push_back(std::make_unique<WaveTimeline>(
+          *cfg.timing->device, cfg.timing->latencyScales));
+      ctxs[wi]->accesses = &accesses[wi];
+    }
   // Waves take turns: each runs until it ends or reaches a barrier; the
-  // barrier opens once every wave still running has reached it.
+  // barrier opens once every wave still running has reached it, at the
+  // latest arrival's time.
   while (true) {
     bool anyRunning = false;
-    for (auto &ctx : ctxs) {
-      if (ctx->w.ended)
+    for (unsigned wi = 0; wi < numWaves; ++wi) {
+      ExecContext &ctx = *ctxs[wi];
+      if (ctx.w.ended)
         continue;
-      bool trace = cfg.traceWave == int(ctx->w.waveIdInGroup) && wg[0] == 0 &&
+      bool trace = cfg.traceWave == int(ctx.w.waveIdInGroup) && wg[0] == 0 &&
                    wg[1] == 0 && wg[2] == 0;
-      if (Error e = runWave(*ctx, cfg.maxStepsPerWave, trace))
+      if (Error e = runWave(ctx, cfg.maxStepsPerWave, trace,
+                            timing ? timelines[wi].get() : nullptr, &group))
         return e;
-      anyRunning |= !ctx->w.ended;
+      anyRunning |= !ctx.w.ended;
     }
     if (!anyRunning)
       break;
+    if (!timelines.empty())
+      for (unsigned scale = 0; scale < timelines[0]->getNumScales(); ++scale) {
+        uint64_t open = 0;
+        for (unsigned wi = 0; wi < numWaves; ++wi)
+          if (ctxs[wi]->w.atBarrier)
+            open = std::max(open, timelines[wi]->now(scale));
+        for (unsigned wi = 0; wi < numWaves; ++wi)
+          if (ctxs[wi]->w.atBarrier)
+            timelines[wi]->leaveBarrier(scale, open);
+      }
     for (auto &ctx : ctxs)
       ctx->w.atBarrier = false;
   }
+  if (timing)
+    summarizeWorkgroup(timelines, group, *timing);
   if (cfg.onWaveEnd)
     for (WaveState &w : waves)
       cfg.onWaveEnd(w);
@@ -397,6 +458,30 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
       b->readOnly = true;
 
   uint64_t total = uint64_t(grid[0]) * grid[1] * grid[2];
+  auto idOf = [&](uint64_t i) -> std::array<uint32_t, 3> {
+    return {uint32_t(i % grid[0]), uint32_t(i / grid[0] % grid[1]),
+            uint32_t(i / (uint64_t(grid[0]) * grid[1]))};
+  };
+  // With the timing model and a classifier, only the first workgroup of
+  // each class runs (in dispatch order, so split-K partners keep theirs).
+  const TimingOptions *timing = cfg.timing;
+  if (timing && !timing->device)
+    return createStringError("the timing model needs a device");
+  std::vector<uint64_t> toRun;
+  std::vector<uint32_t> classOf;
+  if (timing) {
+    classOf.resize(total);
+    DenseMap<uint64_t, uint32_t> classes;
+    for (uint64_t i = 0; i < total; ++i) {
+      uint64_t key = timing->classify ? timing->classify(idOf(i)) : i;
+      auto [it, inserted] = classes.try_emplace(key, uint32_t(toRun.size()));
+      if (inserted)
+        toRun.push_back(i);
+      classOf[i] = it->second;
+    }
+    total = toRun.size();
+  }
+  std::vector<WorkgroupTiming> simulated(timing ? total : 0);
   unsigned threads = cfg.threads
                          ? cfg.threads
                          : std::max(1u, std::thread::hardware_concurrency());
@@ -408,15 +493,13 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
   auto worker = [&](unsigned t) {
     std::vector<uint8_t> lds(ldsBytes);
     while (!failed.load()) {
-      uint64_t id = next.fetch_add(1);
-      if (id >= total)
+      uint64_t index = next.fetch_add(1);
+      if (index >= total)
         break;
-      std::array<uint32_t, 3> wg = {
-          uint32_t(id % grid[0]), uint32_t(id / grid[0] % grid[1]),
-          uint32_t(id / (uint64_t(grid[0]) * grid[1]))};
-      if (Error e =
-              impl->runWorkgroup(k, cfg, wg, kernargAddr, packetAddr, queueAddr,
-                                 seg, memory, lds, perThread[t])) {
+      std::array<uint32_t, 3> wg = idOf(timing ? toRun[index] : index);
+      if (Error e = impl->runWorkgroup(
+              k, cfg, wg, kernargAddr, packetAddr, queueAddr, seg, memory, lds,
+              perThread[t], timing ? &simulated[index] : nullptr)) {
         errors[t] = toString(std::move(e));
         failed = true;
       }
@@ -437,6 +520,19 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
   ExecStats stats;
   for (const ExecStats &s : perThread)
     stats.merge(s);
+  if (timing) {
+    LaunchShapeInfo shape;
+    shape.grid = grid;
+    shape.workgroupSize = ws;
+    shape.vgprsPerWave = kd.getAllocatedVgprs();
+    shape.ldsBytes = ldsBytes;
+    shape.kernel = kernel.str();
+    std::vector<WorkgroupId> ids;
+    for (uint64_t i : toRun)
+      ids.push_back(idOf(i));
+    stats.timing = std::make_shared<LaunchTiming>(computeLaunchTiming(
+        *timing->device, *timing, shape, simulated, ids, classOf));
+  }
   return stats;
 }
 

@@ -113,6 +113,9 @@ Expected<uint8_t *> ExecContext::global(const Inst &inst, unsigned lane,
   if (store && b->readOnly)
     return fail(inst, Twine("lane ") + Twine(lane) +
                           ": store to read-only buffer '" + b->name + "'");
+  if (accesses)
+    accesses->push_back(
+        {addr, b->base, b->size, size, uint8_t(lane), store, false});
   return b->data + (addr - b->base);
 }
 
@@ -124,6 +127,8 @@ Expected<uint8_t *> ExecContext::ldsAt(const Inst &inst, unsigned lane,
                           (store ? "store" : "load") + " of " + Twine(size) +
                           " bytes at " + Twine(addr) + " (workgroup LDS is " +
                           Twine(ldsSize) + " bytes)");
+  if (accesses)
+    accesses->push_back({addr, 0, 0, size, uint8_t(lane), store, true});
   return lds + addr;
 }
 

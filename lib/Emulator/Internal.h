@@ -74,6 +74,36 @@ enum class InstClass : uint8_t {
   Other
 };
 
+/// How the timing model (WaveTimeline.h) charges an instruction.
+enum class TimingKind : uint8_t {
+  Issue,        // one issue slot: SALU, branch, message
+  Valu,         // full-rate VALU
+  Valu64,       // full-rate VALU on 64-bit operands (counted apart)
+  QuarterRate,  // transcendental or 32-bit integer multiply
+  Nop,          // s_nop: its wait states
+  Waitcnt,      // s_waitcnt: waits on its counters
+  Barrier,      // s_barrier: joins the workgroup (Dispatch.cpp)
+  Mfma,         // matrix pipe for Inst::mfmaCycles
+  Smem,         // scalar load, lgkmcnt, out of order
+  VmemLoad,     // vector load (or returning atomic), vmcnt, in order
+  VmemStore,    // vector store or non-returning atomic, vmcnt and expcnt
+  CacheControl, // buffer_wbl2 / buffer_inv: vmcnt, store latency
+  Lds,          // LDS access: lgkmcnt, latency plus bank conflicts
+  LdsCrossLane, // ds_swizzle / ds_permute / ds_bpermute: no banks
+  End,          // s_endpgm
+};
+
+/// One memory access of an executing instruction, recorded for the timing
+/// model: `lane`'s `size` bytes at `addr` in LDS or in the global buffer at
+/// `bufferBase` (`bufferSize` bytes).
+struct MemRecord {
+  uint64_t addr = 0;
+  uint64_t bufferBase = 0, bufferSize = 0;
+  uint32_t size = 0;
+  uint8_t lane = 0;
+  bool store = false, lds = false;
+};
+
 struct Inst;
 struct InstDef;
 class ExecContext;
@@ -122,6 +152,12 @@ struct Inst {
   uint16_t swizzle = 0;
   /// v_bitop3 truth table.
   uint8_t bitop3 = 0;
+  /// s_waitcnt's counters, -1 where it does not wait on one.
+  int8_t waitVm = -1, waitLgkm = -1, waitExp = -1;
+  /// The timing model's view (assignTimingKind): its kind and, for an MFMA,
+  /// the cycles it holds the matrix pipe.
+  TimingKind timing = TimingKind::Issue;
+  uint16_t mfmaCycles = 0;
 
   /// The i-th source operand.
   const Operand &src(unsigned i) const { return ops[numDefs + i]; }
@@ -171,6 +207,9 @@ public:
   FP8Format fp8Format, bf8Format;
   /// Set by branches; otherwise the next instruction.
   uint64_t nextPc = 0;
+  /// When the timing model runs: every LDS and global access of the current
+  /// instruction is appended here.
+  std::vector<MemRecord> *accesses = nullptr;
 
   /// An error that names the instruction, its address and the wave.
   llvm::Error fail(const Inst &inst, const llvm::Twine &msg) const;

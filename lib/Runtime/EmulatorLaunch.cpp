@@ -282,6 +282,15 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   }
   config.threads = threads;
   config.maxStepsPerWave = maxStepsPerWave;
+  emu::TimingOptions timing;
+  if (timingDevice) {
+    timing.device = timingDevice;
+    // The splits of a tile lie along x and meet at a counter: x stays exact.
+    if (!fullTiming)
+      timing.classify =
+          emu::classifyByGridEdges(config.gridWorkgroups, {true, false, false});
+    config.timing = &timing;
+  }
   llvm::Expected<emu::ExecStats> stats =
       (*emulator)->dispatch(kernel.symbol, config, kernargs, memory);
   if (!stats)

@@ -67,6 +67,22 @@ runtime::launchTritonPeer(emu::Emulator &emulator, llvm::StringRef kernel,
   int64_t tiles = (m + launch.tileM - 1) / launch.tileM *
                   ((n + launch.tileN - 1) / launch.tileN);
   config.gridWorkgroups = {uint32_t(b), uint32_t(tiles), 1};
+  emu::TimingOptions timing;
+  if (launch.timing) {
+    timing.device = launch.timing;
+    // Tile y is pid_m * nTiles + pid_n.
+    uint64_t nTiles = (n + launch.tileN - 1) / launch.tileN;
+    uint64_t mTiles = (m + launch.tileM - 1) / launch.tileM;
+    if (!launch.fullTiming)
+      timing.classify = [=](const emu::WorkgroupId &id) {
+        uint64_t pidM = id[1] / nTiles, pidN = id[1] % nTiles;
+        return (emu::getEdgeClass(id[0], b) * 3 +
+                emu::getEdgeClass(pidM, mTiles)) *
+                   nTiles +
+               pidN;
+      };
+    config.timing = &timing;
+  }
   std::vector<emu::KernelArg> args = {
       emu::KernelArg::pointer(*x),
       emu::KernelArg::pointer(*w),

@@ -111,6 +111,34 @@ static cl::opt<bool> noPreload(
     cl::desc("Start at the entry even when the kernel preloads kernargs"),
     cl::cat(category));
 
+static cl::OptionCategory timingCategory(
+    "timing model (mla-fp8/Emulator/Timing.h; constants and their sources "
+    "in lib/Hardware/DeviceTiming.cpp)");
+static cl::opt<bool> timingOpt(
+    "timing",
+    cl::desc("Model the launch's kernel time on --device. In bundle and --abi "
+             "modes one workgroup per class runs (tails and splits apart) and "
+             "Y is not checked; add --full to run and check every workgroup"),
+    cl::cat(timingCategory));
+static cl::opt<bool>
+    fullOpt("full",
+            cl::desc("With --timing: simulate every workgroup and check Y"),
+            cl::cat(timingCategory));
+static cl::opt<std::string> deviceOpt(
+    "device",
+    cl::desc("With --timing: the product whose constants the model uses "
+             "(default: MI300X for gfx942, MI355X for gfx950)"),
+    cl::cat(timingCategory));
+static cl::opt<bool>
+    jsonOpt("json",
+            cl::desc("With --timing: print the model as one JSON object"),
+            cl::cat(timingCategory));
+static cl::opt<unsigned> stallSitesOpt(
+    "stall-sites",
+    cl::desc("With --timing: how many of the critical wave's longest waits "
+             "to list (default 12)"),
+    cl::init(12), cl::cat(timingCategory));
+
 /// Prints one error line and exits non-zero.
 [[noreturn]] static void die(const Twine &msg) {
   errs() << "mla-fp8-emu: error: " << msg << "\n";
@@ -149,11 +177,49 @@ static void printStats(const ExecStats &s) {
 static constexpr uint64_t kMaxArgBufferBytes = uint64_t(1) << 30;
 static constexpr uint64_t kMaxArgBytesTotal = uint64_t(4) << 30;
 
+/// The product --timing models on `chip`, or null without --timing.
+static const DeviceTiming *getTimingDevice(StringRef chip) {
+  if (!timingOpt) {
+    if (fullOpt || jsonOpt || !deviceOpt.empty())
+      die("--full, --json and --device go with --timing");
+    return nullptr;
+  }
+  const DeviceTiming *device = deviceOpt.empty()
+                                   ? getDefaultDeviceTiming(chip)
+                                   : lookupDeviceTiming(deviceOpt);
+  if (!device)
+    die("unknown --device '" + deviceOpt +
+        "' (known: " + joinDeviceTimingNames() + ")");
+  if (device->chip != chip)
+    die("--device " + device->name + " is a " + device->chip +
+        ", but the kernel is for " + chip);
+  return device;
+}
+
+/// Prints the timing model of a run; returns the exit code.
+static int reportTiming(const ExecStats &stats) {
+  if (!stats.timing)
+    die("the timing model produced nothing");
+  if (jsonOpt)
+    printLaunchTimingJSON(outs(), *stats.timing, stallSitesOpt);
+  else
+    printLaunchTiming(outs(), *stats.timing, stallSitesOpt);
+  return 0;
+}
+
 /// Prints what the reference check found; returns the exit code.
 static int reportVerification(const runtime::KernelEntry &kernel,
                               const runtime::VerifyResult &result) {
   if (!result.error.empty())
     die(kernel.symbol + ": " + result.error);
+  // The representative timing run leaves Y incomplete: nothing to check.
+  if (timingOpt && !fullOpt)
+    return reportTiming(result.stats);
+  if (timingOpt && jsonOpt) {
+    if (!result.passed())
+      die(kernel.symbol + ": Y differs from the reference: " + result.message);
+    return reportTiming(result.stats);
+  }
   outs() << format("vs f64 reference: max abs error %.3g, max %.3g ulp (%s)\n",
                    result.maxAbsError, result.maxUlp, kernel.outType.c_str());
   if (!result.note.empty())
@@ -166,6 +232,8 @@ static int reportVerification(const runtime::KernelEntry &kernel,
     return 1;
   }
   outs() << "PASS\n";
+  if (timingOpt)
+    return reportTiming(result.stats);
   return 0;
 }
 
@@ -222,7 +290,9 @@ static int runBundle() {
             .str());
   runtime::EmulatorLauncher launcher;
   launcher.setMaxStepsPerWave(maxStepsOpt);
+  launcher.setTiming(getTimingDevice(chipOpt), fullOpt);
   runtime::VerifyProblem problem;
+  problem.compare = !timingOpt || fullOpt;
   problem.batch = bOpt;
   problem.m = mOpt;
   problem.seed = seedOpt;
@@ -237,15 +307,16 @@ static int runBundle() {
   gSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  outs() << "kernel " << kernel->symbol << " (" << kernel->chip
-         << "): B=" << bOpt << " M=" << mOpt << " N=" << n << " K=" << k
-         << ", workgroup " << kernel->workgroupSize[0] << "\n";
+  if (!jsonOpt)
+    outs() << "kernel " << kernel->symbol << " (" << kernel->chip
+           << "): B=" << bOpt << " M=" << mOpt << " N=" << n << " K=" << k
+           << ", workgroup " << kernel->workgroupSize[0] << "\n";
   return reportVerification(*kernel, result);
 }
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &timingCategory});
   std::string overview =
       "mla-fp8-emu: runs a kernel of an AMDGPU code "
       "object (" +
@@ -396,7 +467,10 @@ int main(int argc, char **argv) {
     if (blockOpt.empty() && !compiledFor)
       cfg.workgroupSize = {kOr->maxFlatWorkgroupSize, 1, 1};
     launch.config = cfg;
+    launch.timing = getTimingDevice(co->getChip().name);
+    launch.fullTiming = fullOpt;
     runtime::VerifyProblem problem;
+    problem.compare = !timingOpt || fullOpt;
     problem.batch = bOpt;
     problem.m = mOpt;
     problem.seed = seedOpt;
@@ -413,10 +487,11 @@ int main(int argc, char **argv) {
     gSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
-    outs() << "kernel " << kernel << " (" << peer.chip << "): B=" << bOpt
-           << " M=" << mOpt << " N=" << peer.n << " K=" << peer.k << " tile "
-           << tm << "x" << tn << ", workgroup " << cfg.workgroupSize[0]
-           << ", dynamic LDS " << cfg.dynamicLdsBytes << "\n";
+    if (!jsonOpt)
+      outs() << "kernel " << kernel << " (" << peer.chip << "): B=" << bOpt
+             << " M=" << mOpt << " N=" << peer.n << " K=" << peer.k << " tile "
+             << tm << "x" << tn << ", workgroup " << cfg.workgroupSize[0]
+             << ", dynamic LDS " << cfg.dynamicLdsBytes << "\n";
     return reportVerification(peer, result);
   }
 
@@ -461,6 +536,12 @@ int main(int argc, char **argv) {
           "' (expected i32:<v>, i64:<v>, null or buf:<name>:<bytes>[:fill])");
     }
   }
+  // Generic mode knows nothing of the kernel's workgroup classes: every
+  // workgroup runs.
+  TimingOptions timing;
+  timing.device = getTimingDevice(co->getChip().name);
+  if (timing.device)
+    cfg.timing = &timing;
   auto start = std::chrono::steady_clock::now();
   auto stats = emu.dispatch(kernel, cfg, packKernelArgs(kargs), mem);
   gSeconds =
@@ -468,8 +549,12 @@ int main(int argc, char **argv) {
           .count();
   if (!stats)
     die(toString(stats.takeError()));
+  if (timingOpt && jsonOpt)
+    return reportTiming(*stats);
   outs() << "kernel " << kernel << " (" << co->getChip().name
          << ") completed\n";
   printStats(*stats);
+  if (timingOpt)
+    return reportTiming(*stats);
   return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "mla-fp8/Emulator/CodeObject.h"
 #include "mla-fp8/Emulator/Memory.h"
+#include "mla-fp8/Emulator/Timing.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -99,7 +100,10 @@ struct ExecStats {
   uint64_t bytesLoaded = 0, bytesStored = 0;
   uint64_t ldsBytesRead = 0, ldsBytesWritten = 0;
   uint64_t waves = 0, workgroups = 0;
-  /// Adds `other`'s counts.
+  /// The timing model of the dispatch, when DispatchConfig::timing asked
+  /// for it.
+  std::shared_ptr<const LaunchTiming> timing;
+  /// Adds `other`'s counts (not the timing).
   void merge(const ExecStats &other);
 };
 
@@ -126,6 +130,10 @@ struct DispatchConfig {
   /// Prints every instruction of wave `traceWave` of workgroup (0,0,0) with
   /// its first result (lanes 0..3) to stderr; -1 = off.
   int traceWave = -1;
+  /// Runs the timing model (mla-fp8/Emulator/Timing.h) alongside. With a
+  /// `classify` function only one workgroup per class runs, so the outputs
+  /// are incomplete.
+  const TimingOptions *timing = nullptr;
   /// Called for every wave after its initial state is set (tests use it to
   /// seed registers), and when it ends (to inspect them).
   std::function<void(WaveState &)> onWaveStart;

@@ -40,6 +40,15 @@ public:
   /// (emu::DispatchConfig::maxStepsPerWave; mla-fp8-emu --emu-max-steps).
   void setMaxStepsPerWave(uint64_t steps) { maxStepsPerWave = steps; }
 
+  /// Runs the timing model for `device` (null: off) on every launch; its
+  /// result is in the returned counts. Without `full`, one workgroup per
+  /// class runs (every split of the first/interior/last M tile and batch
+  /// element), which leaves Y incomplete.
+  void setTiming(const DeviceTiming *device, bool full) {
+    timingDevice = device;
+    fullTiming = full;
+  }
+
 private:
   /// A split-K kernel's workspace, kept across launches as a server keeps it.
   struct Workspace {
@@ -51,6 +60,8 @@ private:
   Workspace &getWorkspace(const KernelEntry &kernel);
 
   uint64_t maxStepsPerWave = emu::DispatchConfig().maxStepsPerWave;
+  const DeviceTiming *timingDevice = nullptr;
+  bool fullTiming = false;
 
   std::mutex mutex;
   std::map<const std::string *, std::unique_ptr<emu::Emulator>> emulators;

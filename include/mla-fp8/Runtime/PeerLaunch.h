@@ -24,6 +24,11 @@ namespace mlir::mlafp8::runtime {
 struct TritonPeerLaunch {
   unsigned tileM = 0, tileN = 0;
   emu::DispatchConfig config;
+  /// Runs the timing model for this product: with `fullTiming` every
+  /// workgroup, else one per class (first/interior/last batch element, M
+  /// tile and each N tile), which leaves Y incomplete.
+  const DeviceTiming *timing = nullptr;
+  bool fullTiming = false;
 };
 
 /// Launches `kernel` of `emulator` for `call` (an N x K problem, per-tensor

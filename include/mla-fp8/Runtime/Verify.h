@@ -57,6 +57,9 @@ struct VerifyProblem {
   /// on the same inputs and, for a split-K kernel, the same never re-zeroed
   /// workspace: every launch must give the same bits.
   std::vector<unsigned> repeatThreads;
+  /// False: launch only, with no reference and no comparison (for the
+  /// timing model's representative mode, which leaves Y incomplete).
+  bool compare = true;
   /// Multiplies every generated activation before it is rounded: from about
   /// 2.6e35 on, SPEC.md's fp32 accumulator overflows.
   float xScale = 1.0f;

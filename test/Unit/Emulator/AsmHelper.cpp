@@ -101,7 +101,8 @@ Expected<std::vector<uint8_t>> assemble(const std::string &source,
 Expected<RunResult> runAsm(const std::string &source,
                            std::function<void(WaveState &)> setup,
                            DeviceMemory *memory, StringRef chipName,
-                           unsigned workItems, uint32_t ldsBytes) {
+                           unsigned workItems, uint32_t ldsBytes,
+                           const TimingOptions *timing) {
   const ChipInfo *chip = lookupChip(chipName);
   if (!chip)
     return createStringError(describeUnsupportedChip(chipName));
@@ -125,6 +126,7 @@ Expected<RunResult> runAsm(const std::string &source,
   cfg.workgroupSize = {workItems, 1, 1};
   cfg.maxStepsPerWave = 100000;
   cfg.onWaveStart = setup;
+  cfg.timing = timing;
   cfg.onWaveEnd = [&](const WaveState &w) { result.waves.push_back(w); };
   auto stats = (*emu)->dispatch("test", cfg, {}, mem);
   if (!stats)

@@ -29,11 +29,13 @@ struct RunResult {
 /// `workItems` lanes on `chip` (a chip table name) with `ldsBytes` of LDS;
 /// `setup` seeds each
 /// wave's registers. v0 holds the work-item id; MODE has IEEE = 1 and
-/// denormals kept, like LLVM's kernels.
+/// denormals kept, like LLVM's kernels. With `timing`, the timing model runs
+/// and its result is in `stats.timing`.
 llvm::Expected<RunResult>
 runAsm(const std::string &source, std::function<void(WaveState &)> setup = {},
        DeviceMemory *memory = nullptr, llvm::StringRef chip = "gfx942",
-       unsigned workItems = 64, uint32_t ldsBytes = 0);
+       unsigned workItems = 64, uint32_t ldsBytes = 0,
+       const TimingOptions *timing = nullptr);
 
 } // namespace mlir::mlafp8::emu::test
 

@@ -1,0 +1,230 @@
+//===- TimingTest.cpp - The timing model on programs with known answers ---===//
+//
+// Each program's cycle count is worked out by hand from the rules in
+// lib/Emulator/WaveTimeline.cpp and the MI300X row of the device table:
+// issue slot I = 4 cycles, load latency L = 900, LDS latency 56. Every
+// expectation is written as that arithmetic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AsmHelper.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir::mlafp8;
+using namespace mlir::mlafp8::emu;
+using namespace mlir::mlafp8::emu::test;
+
+namespace {
+
+const DeviceTiming &mi300x() { return *lookupDeviceTiming("MI300X"); }
+
+/// Runs `source` (one workgroup) under the timing model; returns the model.
+LaunchTiming runTimed(const std::string &source, DeviceMemory *memory = nullptr,
+                      std::function<void(WaveState &)> setup = {},
+                      unsigned workItems = 64, uint32_t ldsBytes = 0) {
+  TimingOptions options;
+  options.device = &mi300x();
+  auto r = runAsm(source, setup, memory, "gfx942", workItems, ldsBytes,
+                  &options);
+  EXPECT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  if (!r || !r->stats.timing)
+    return {};
+  return *r->stats.timing;
+}
+
+/// A 1 KiB buffer whose dword i holds 4 * i, addressed by s[0:1].
+struct Table {
+  DeviceMemory mem;
+  uint64_t base = 0;
+  Table() {
+    base = mem.allocate("table", 1024);
+    std::vector<uint8_t> bytes(1024);
+    for (unsigned i = 0; i < 256; ++i) {
+      uint32_t v = 4 * i;
+      std::memcpy(&bytes[4 * i], &v, 4);
+    }
+    EXPECT_FALSE(bool(mem.write(base, bytes)));
+  }
+  std::function<void(WaveState &)> setup() {
+    return [this](WaveState &w) { w.setSgpr64(0, base); };
+  }
+};
+
+constexpr uint64_t I = 4, L = 900;
+
+TEST(Timing, IndependentLoadsCostOneLatency) {
+  Table t;
+  LaunchTiming m = runTimed("v_lshlrev_b32_e32 v0, 2, v0\n"
+                            "global_load_dword v1, v0, s[0:1]\n"
+                            "global_load_dword v2, v0, s[0:1] offset:256\n"
+                            "s_waitcnt vmcnt(0)\n",
+                            &t.mem, t.setup());
+  // Shift at 0, loads issued at I and 2I; the second returns at 2I + L; the
+  // wait ends there, then the wait's and s_endpgm's slots.
+  EXPECT_EQ(m.critical.cycles[0], 2 * I + L + 2 * I);
+  EXPECT_EQ(m.critical.criticalCounts.vmemLoad, 2u);
+}
+
+TEST(Timing, DependentLoadsCostTwoLatencies) {
+  Table t;
+  LaunchTiming m = runTimed("v_lshlrev_b32_e32 v0, 2, v0\n"
+                            "global_load_dword v1, v0, s[0:1]\n"
+                            "s_waitcnt vmcnt(0)\n"
+                            "global_load_dword v2, v1, s[0:1]\n"
+                            "s_waitcnt vmcnt(0)\n",
+                            &t.mem, t.setup());
+  // First load at I returns at I + L; the second issues one slot after the
+  // wait, at I + L + I, and returns L later.
+  EXPECT_EQ(m.critical.cycles[0], (I + L + I) + L + 2 * I);
+  // Both waits are memory waits: about 2L in all.
+  uint64_t vm = m.critical.criticalStalls[unsigned(StallReason::VmCount)];
+  EXPECT_EQ(vm, (L - I) + (L - I));
+}
+
+TEST(Timing, VmcntWaitsForAllButN) {
+  Table t;
+  LaunchTiming m = runTimed("v_lshlrev_b32_e32 v0, 2, v0\n"
+                            "global_load_dword v1, v0, s[0:1]\n"
+                            "global_load_dword v2, v0, s[0:1] offset:256\n"
+                            "global_load_dword v3, v0, s[0:1] offset:512\n"
+                            "s_waitcnt vmcnt(1)\n"
+                            "v_mov_b32_e32 v4, v1\n"
+                            "s_waitcnt vmcnt(0)\n",
+                            &t.mem, t.setup());
+  // Loads at I, 2I, 3I return at L + I, L + 2I, L + 3I. vmcnt(1) (issued at
+  // 4I) waits for the second: until L + 2I. The v_mov and the vmcnt(0) take
+  // two slots, reaching L + 5I > L + 3I, so the last wait is free.
+  EXPECT_EQ(m.critical.cycles[0], L + 2 * I + 4 * I);
+  ASSERT_FALSE(m.critical.criticalSites.empty());
+  const StallSite &site = m.critical.criticalSites.front();
+  EXPECT_EQ(site.text, "s_waitcnt vmcnt(1)");
+  EXPECT_EQ(site.cycles, (L + 2 * I) - 4 * I);
+  EXPECT_EQ(m.critical.criticalSites.size(), 1u);
+  // The sensitivity rows scale L.
+  ASSERT_EQ(m.estimates.size(), 3u);
+  EXPECT_EQ(m.estimates[1].longestWorkgroupCycles, L / 2 + 6 * I);
+  EXPECT_EQ(m.estimates[2].longestWorkgroupCycles, 2 * L + 6 * I);
+}
+
+TEST(Timing, EightWayLdsConflictCostsEightTimes) {
+  // ds_write_b64 is served 16 lanes at a time (128 bytes of 32 banks). With a
+  // 64-byte lane stride, lane l starts at bank 16 l mod 32: lanes alternate
+  // between banks {0,1} and {16,17}, 8 lanes per bank: 8 cycles a phase.
+  LaunchTiming conflicted = runTimed("v_lshlrev_b32_e32 v1, 6, v0\n"
+                                     "ds_write_b64 v1, v[2:3]\n"
+                                     "s_waitcnt lgkmcnt(0)\n",
+                                     nullptr, {}, 64, 4096);
+  // An 8-byte stride covers the 32 banks once per phase.
+  LaunchTiming clean = runTimed("v_lshlrev_b32_e32 v1, 3, v0\n"
+                                "ds_write_b64 v1, v[2:3]\n"
+                                "s_waitcnt lgkmcnt(0)\n",
+                                nullptr, {}, 64, 4096);
+  EXPECT_EQ(clean.critical.ldsCycles, 4u);
+  EXPECT_EQ(conflicted.critical.ldsCycles, 8 * clean.critical.ldsCycles);
+  EXPECT_EQ(clean.critical.criticalCounts.ldsConflictCycles, 0u);
+  EXPECT_EQ(conflicted.critical.criticalCounts.ldsConflictCycles, 32u - 4u);
+  // The write completes 56 cycles after issue, plus the conflict cycles.
+  EXPECT_EQ(clean.critical.cycles[0], I + 56 + 2 * I);
+  EXPECT_EQ(conflicted.critical.cycles[0], I + 56 + 28 + 2 * I);
+}
+
+TEST(Timing, LdsBroadcastIsNoConflict) {
+  // Every lane reads the same dword: one broadcast per phase.
+  LaunchTiming m = runTimed("v_mov_b32_e32 v1, 0\n"
+                            "ds_read_b32 v2, v1\n"
+                            "s_waitcnt lgkmcnt(0)\n",
+                            nullptr, {}, 64, 256);
+  EXPECT_EQ(m.critical.ldsCycles, 2u);
+  EXPECT_EQ(m.critical.criticalCounts.ldsConflictCycles, 0u);
+}
+
+TEST(Timing, DependentMfmasWaitForThePipe) {
+  LaunchTiming m = runTimed(
+      "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], 0\n"
+      "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], v[4:7]\n"
+      "v_mov_b32_e32 v8, v4\n");
+  // 16 cycles each (4 passes): the second starts at 16 and ends at 32; the
+  // v_mov reads its result, so it issues at 32.
+  const auto &stalls = m.critical.criticalStalls;
+  EXPECT_EQ(stalls[unsigned(StallReason::MfmaPipe)], 16 - I);
+  EXPECT_EQ(stalls[unsigned(StallReason::MfmaResult)], 32 - (16 + I));
+  EXPECT_EQ(m.critical.cycles[0], 32 + 2 * I);
+  EXPECT_EQ(m.critical.criticalCounts.mfma.at("v_mfma_f32_16x16x32_fp8_fp8"),
+            2u);
+  EXPECT_EQ(m.critical.waveMfmaCycles.front(), 32u);
+}
+
+TEST(Timing, IndependentValuHidesUnderMfma) {
+  LaunchTiming m = runTimed(
+      "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], 0\n"
+      "v_add_u32_e32 v9, v0, v0\n"
+      "v_add_u32_e32 v10, v0, v0\n"
+      "v_add_u32_e32 v11, v0, v0\n");
+  // The three VALU slots run while the MFMA holds the matrix pipe (0..16):
+  // five slots in all, as if the MFMA took only its issue slot.
+  EXPECT_EQ(m.critical.cycles[0], 5 * I);
+  EXPECT_EQ(m.critical.criticalCounts.valu, 3u);
+}
+
+TEST(Timing, BarrierJoinsTheLatestWave) {
+  Table t;
+  // Wave 1 loads before the barrier, wave 0 does not.
+  LaunchTiming m = runTimed("v_readfirstlane_b32 s2, v0\n"
+                            "s_cmp_lt_u32 s2, 64\n"
+                            "s_cbranch_scc1 .Lskip\n"
+                            "global_load_dword v1, v2, s[0:1]\n"
+                            "s_waitcnt vmcnt(0)\n"
+                            ".Lskip:\n"
+                            "s_barrier\n",
+                            &t.mem,
+                            [&](WaveState &w) {
+                              w.setSgpr64(0, t.base);
+                              for (unsigned lane = 0; lane < 64; ++lane)
+                                w.v(2, lane) = 0;
+                            },
+                            128);
+  // Wave 1: load at 3I returns at 3I + L; wait, barrier: arrives at
+  // 3I + L + 2I. Wave 0 arrives at 4I and leaves with wave 1.
+  EXPECT_EQ(m.critical.cycles[0], 3 * I + L + 2 * I + I);
+  EXPECT_EQ(m.critical.criticalWave, 0u);
+  EXPECT_EQ(m.critical.criticalStalls[unsigned(StallReason::Barrier)],
+            (3 * I + L + 2 * I) - 4 * I);
+}
+
+TEST(Timing, ResidencyAndRounds) {
+  // runAsm's descriptor gives 8 VGPRs per wave, which would allow 64 waves
+  // per SIMD: the 8 wave slots of each of the 4 SIMDs bound residency, 32
+  // one-wave workgroups per CU, one round.
+  LaunchTiming m = runTimed("s_nop 0\n");
+  EXPECT_EQ(m.workgroupsPerCU, 32u);
+  EXPECT_EQ(m.residencyLimit, "waves");
+  EXPECT_EQ(m.rounds, 1u);
+  // s_nop 0 is one wait state, one slot; then s_endpgm.
+  EXPECT_EQ(m.critical.cycles[0], 2 * I);
+  EXPECT_EQ(m.estimates.front().limiter, "latency");
+}
+
+TEST(Timing, DeviceTableLookup) {
+  EXPECT_EQ(getDefaultDeviceTiming("gfx942")->name, "MI300X");
+  EXPECT_EQ(getDefaultDeviceTiming("gfx950")->name, "MI355X");
+  ASSERT_NE(lookupDeviceTiming("mi350x"), nullptr);
+  EXPECT_EQ(lookupDeviceTiming("mi350x")->chip, "gfx950");
+  EXPECT_EQ(lookupDeviceTiming("H100"), nullptr);
+  for (const DeviceTiming &d : getDeviceTimings()) {
+    EXPECT_NE(lookupChip(d.chip), nullptr) << d.name.str();
+    EXPECT_GT(d.clockGHz, 1.0);
+  }
+}
+
+TEST(Timing, EdgeClasses) {
+  auto classify = classifyByGridEdges({4, 5, 1}, {true, false, false});
+  // y = 1, 2, 3 are interior: one class; y = 0 and y = 4 are their own.
+  EXPECT_EQ(classify({2, 1, 0}), classify({2, 3, 0}));
+  EXPECT_NE(classify({2, 0, 0}), classify({2, 1, 0}));
+  EXPECT_NE(classify({2, 4, 0}), classify({2, 3, 0}));
+  // x is exact.
+  EXPECT_NE(classify({1, 2, 0}), classify({2, 2, 0}));
+}
+
+} // namespace
