@@ -1,17 +1,18 @@
 //===- Epilogue.cpp - Descale, bias, round and store Y --------------------===//
 //
 // A run of MFMA accumulators gives a lane 4 consecutive rows of one column,
-// and the 4 lanes of a DPP quad hold 4 adjacent columns. A 4x4 transpose
-// inside each quad (two DPP exchanges, no LDS) gives each lane 4 adjacent
-// columns of one row: one 8-byte store per run and N tile, under one row test
-// per run, where each element had its own 2-byte store, 64-bit address and
-// branch.
+// and the 4 lanes of a DPP quad hold 4 adjacent columns. The run is rounded
+// and packed in two dwords, then transposed inside each quad (DPP, no LDS):
+// each lane ends with 4 adjacent columns of one row, one 8-byte store per run
+// and N tile under one row test per run, where each element had its own
+// 2-byte store, 64-bit address and branch.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Epilogue.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -36,8 +37,16 @@ private:
   /// reaches the lane differing in that bit.
   void exchange(MutableArrayRef<Value> values, int64_t stride, Value laneBit,
                 ArrayRef<int32_t> perm);
+  /// Swaps bit 0 of the element index with bit 0 of the lane index inside
+  /// each quad, for 16-bit elements packed in pairs: each dword keeps one half
+  /// and takes the other from the neighbouring lane; `selector` is the lane's
+  /// v_perm_b32 byte selector.
+  void exchangeHalves(MutableArrayRef<Value> dwords, Value selector);
   /// Whether `bit` of the lane index is set.
   Value laneBitSet(int64_t bit);
+  Value i32(int32_t v) {
+    return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
+  }
 
   /// The weight descale, loaded at kernel entry.
   Value descale;
@@ -72,6 +81,20 @@ void OutputEpilogue::exchange(MutableArrayRef<Value> values, int64_t stride,
   }
 }
 
+void OutputEpilogue::exchangeHalves(MutableArrayRef<Value> dwords,
+                                    Value selector) {
+  Type i32Type = b.getI32Type();
+  for (Value &dword : dwords) {
+    Value neighbour = amdgpu::DPPOp::create(b, i32Type, dword, dword,
+                                            amdgpu::DPPPerm::quad_perm,
+                                            b.getI32ArrayAttr({1, 0, 3, 2}));
+    dword = LLVM::CallIntrinsicOp::create(
+                b, i32Type, b.getStringAttr("llvm.amdgcn.perm"),
+                ValueRange{neighbour, dword, selector})
+                .getResult(0);
+  }
+}
+
 void OutputEpilogue::emit(ValueRange accs) {
   int64_t run = p.mfma->accRowsPerRun;
   assert(run == kQuadLanes && p.mfma->n % kQuadLanes == 0 &&
@@ -85,7 +108,12 @@ void OutputEpilogue::emit(ValueRange accs) {
   Value laneGroup = div(lane, p.mfma->n);
   Value laneInGroup = rem(lane, p.mfma->n);
   Value quadLane = rem(lane, kQuadLanes);
-  Value oddLane = laneBitSet(1), upperPair = laneBitSet(2);
+  Value upperPair = laneBitSet(2);
+  // v_perm_b32 bytes 0-3 are the lane's own dword, 4-7 its neighbour's: an
+  // even lane keeps its low half and appends the neighbour's low half, an odd
+  // lane takes the neighbour's high half below its own high half.
+  Value halvesSelector = arith::SelectOp::create(
+      b, laneBitSet(1), i32(0x03020706), i32(0x05040100));
   Value quadColumn = arith::SubIOp::create(b, laneInGroup, quadLane);
   bool nTail = p.n % p.tile.getBlockN() != 0;
 
@@ -130,24 +158,23 @@ void OutputEpilogue::emit(ValueRange accs) {
       int64_t rowDelta = mtw * p.mfma->m + accumulatorRowOfLane0(r0);
       SmallVector<Value> rows;
       for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
-        Value acc = accs[mtw * p.ntPerWave + nt];
-        SmallVector<Value> values;
-        for (int64_t e = 0; e < run; ++e) {
-          Value value = vector::ExtractOp::create(b, acc, r0 + e);
-          value = arith::MulFOp::create(b, value, descale);
-          if (p.hasBias)
-            value = arith::AddFOp::create(b, value, biasValues[nt]);
-          values.push_back(value);
-        }
-        // Rows become columns: first the low bit of the element and lane
-        // indices on f32, then, rounded and packed, the high bit on dwords.
-        exchange(values, 1, oddLane, {1, 0, 3, 2});
-        Value rounded = arith::TruncFOp::create(
-            b, storeType, vector::FromElementsOp::create(b, rowType, values));
+        // Descale and bias on the run as a vector: packed f32 operations.
+        Value values = slice(accs[mtw * p.ntPerWave + nt], r0, run);
+        values = arith::MulFOp::create(
+            b, values, vector::BroadcastOp::create(b, rowType, descale));
+        if (p.hasBias)
+          values = arith::AddFOp::create(
+              b, values,
+              vector::BroadcastOp::create(b, rowType, biasValues[nt]));
+        // Rounded and packed (rows 0 and 1, 2 and 3), then rows become
+        // columns: the low bit of the element and lane indices inside the
+        // dwords, the high bit by moving whole dwords.
+        Value rounded = arith::TruncFOp::create(b, storeType, values);
         Value packed = vector::BitCastOp::create(b, dwordsType, rounded);
         SmallVector<Value> dwords;
         for (int64_t d = 0; d < run / 2; ++d)
           dwords.push_back(vector::ExtractOp::create(b, packed, d));
+        exchangeHalves(dwords, halvesSelector);
         exchange(dwords, 1, upperPair, {2, 3, 0, 1});
         rows.push_back(vector::BitCastOp::create(
             b, storeType,
