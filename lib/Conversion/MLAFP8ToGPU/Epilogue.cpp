@@ -84,8 +84,11 @@ void OutputEpilogue::exchange(MutableArrayRef<Value> values, int64_t stride,
 void OutputEpilogue::exchangeHalves(MutableArrayRef<Value> dwords,
                                     Value selector) {
   Type i32Type = b.getI32Type();
+  // Every lane reads a lane of its quad: the DPP's `old` value is never
+  // used, and a poison one needs no copy.
+  Value unused = LLVM::PoisonOp::create(b, i32Type);
   for (Value &dword : dwords) {
-    Value neighbour = amdgpu::DPPOp::create(b, i32Type, dword, dword,
+    Value neighbour = amdgpu::DPPOp::create(b, i32Type, unused, dword,
                                             amdgpu::DPPPerm::quad_perm,
                                             b.getI32ArrayAttr({1, 0, 3, 2}));
     dword = LLVM::CallIntrinsicOp::create(
@@ -135,28 +138,45 @@ void OutputEpilogue::emit(ValueRange accs) {
     biasValues.push_back(arith::ExtFOp::create(b, f32Type, value));
   }
 
-  // This lane's first row after the transpose (quad lane j holds row j of a
-  // run) and the offset of its first column there. Other runs and MFMA row
-  // tiles are a constant number of rows further: a uniform offset. Rows are
-  // tested within the tile, on i32, against the tile's rows below M.
+  // Offsets are i32 element indices: Y's memref extent (the launch contract,
+  // docs/limits.md) is below 2^31. This lane's first row after the transpose
+  // (quad lane j holds row j of a run), and its offset there; other runs and
+  // MFMA row tiles are a constant number of rows further. Rows are tested
+  // within the tile, against the tile's rows below M.
   Value firstRowInTile = add(mul(mul(waveM, p.mtPerWave), p.mfma->m),
                              add(accumulatorRow(laneGroup, 0), quadLane));
-  Value firstOffset =
+  auto toI32 = [&](Value index) {
+    return arith::IndexCastOp::create(b, i32Type, index);
+  };
+  Value firstOffset = toI32(
       add(add(mul(batch, yStrideB), mul(add(m0, firstRowInTile), yStrideM)),
-          storeColumns[0]);
-  Value firstRow32 = arith::IndexCastOp::create(b, i32Type, firstRowInTile);
-  Value tileRows = arith::IndexCastOp::create(
-      b, i32Type,
-      minIdx(arith::SubIOp::create(b, m, m0), cst(p.tile.getBlockM())));
-  auto store = [&](Value value, Value offset) {
-    auto op = vector::StoreOp::create(b, value, y, ValueRange{offset});
-    // Y's rows are only element-aligned (any strides).
-    op.setAlignment(uint64_t(2));
+          storeColumns[0]));
+  Value yStrideM32 = toI32(yStrideM);
+  Value firstRow32 = toI32(firstRowInTile);
+  Value tileRows =
+      toI32(minIdx(arith::SubIOp::create(b, m, m0), cst(p.tile.getBlockM())));
+  // Buffer stores: an element past the extent is dropped by the hardware's
+  // range check, so a masked store is an offset select, not a branch.
+  Value outOfRange =
+      i32(static_cast<int32_t>(cast<MemRefType>(y.getType()).getNumElements()));
+  auto store = [&](Value value, Value offset, Value valid) {
+    if (valid)
+      offset = arith::SelectOp::create(b, valid, offset, outOfRange);
+    amdgpu::RawBufferStoreOp::create(b, value, y, ValueRange{offset},
+                                     b.getBoolAttr(true), IntegerAttr(),
+                                     Value());
+  };
+  auto addI32 = [&](Value x, int64_t v) {
+    return v == 0 ? x : arith::AddIOp::create(b, x, i32(v)).getResult();
   };
   for (int64_t mtw = 0; mtw < p.mtPerWave; ++mtw) {
     for (int64_t r0 = 0; r0 < p.accumulators; r0 += run) {
       int64_t rowDelta = mtw * p.mfma->m + accumulatorRowOfLane0(r0);
-      SmallVector<Value> rows;
+      Value rowOffset = arith::AddIOp::create(
+          b, firstOffset, arith::MulIOp::create(b, yStrideM32, i32(rowDelta)));
+      Value rowOk = arith::CmpIOp::create(
+          b, arith::CmpIPredicate::slt, firstRow32,
+          arith::SubIOp::create(b, tileRows, i32(rowDelta)));
       for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
         // Descale and bias on the run as a vector: packed f32 operations.
         Value values = slice(accs[mtw * p.ntPerWave + nt], r0, run);
@@ -176,43 +196,31 @@ void OutputEpilogue::emit(ValueRange accs) {
           dwords.push_back(vector::ExtractOp::create(b, packed, d));
         exchangeHalves(dwords, halvesSelector);
         exchange(dwords, 1, upperPair, {2, 3, 0, 1});
-        rows.push_back(vector::BitCastOp::create(
+        Value row = vector::BitCastOp::create(
             b, storeType,
-            vector::FromElementsOp::create(b, dwordsType, dwords)));
+            vector::FromElementsOp::create(b, dwordsType, dwords));
+
+        Value offset = addI32(rowOffset, nt * p.mfma->n);
+        if (!nTail) {
+          store(row, offset, rowOk);
+          continue;
+        }
+        store(row, offset, arith::AndIOp::create(b, rowOk, wholeQuads[nt]));
+        if (p.n % run == 0)
+          continue;
+        // The one quad that straddles N stores its columns below N one at a
+        // time.
+        Value straddles = arith::AndIOp::create(
+            b, rowOk,
+            arith::XOrIOp::create(
+                b, wholeQuads[nt],
+                arith::ConstantOp::create(b, b.getBoolAttr(true))));
+        for (int64_t c = 0; c < run - 1; ++c) {
+          Value columnOk = ult(add(storeColumns[nt], c), cst(p.n));
+          store(vector::ExtractOp::create(b, row, c), addI32(offset, c),
+                arith::AndIOp::create(b, straddles, columnOk));
+        }
       }
-      Value rowOffset = add(firstOffset, mul(yStrideM, rowDelta));
-      Value rowsLeft = arith::SubIOp::create(
-          b, tileRows,
-          arith::ConstantOp::create(b, b.getI32IntegerAttr(rowDelta)));
-      emitIf(arith::CmpIOp::create(b, arith::CmpIPredicate::slt, firstRow32,
-                                   rowsLeft),
-             [&] {
-               for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
-                 Value column = storeColumns[nt];
-                 Value offset = add(rowOffset, nt * p.mfma->n);
-                 if (!nTail) {
-                   store(rows[nt], offset);
-                   continue;
-                 }
-                 Value whole = wholeQuads[nt];
-                 emitIf(whole, [&] { store(rows[nt], offset); });
-                 if (p.n % run == 0)
-                   continue;
-                 // The one quad that straddles N stores its columns below N one
-                 // at a time.
-                 Value straddles = arith::XOrIOp::create(
-                     b, whole,
-                     arith::ConstantOp::create(b, b.getBoolAttr(true)));
-                 emitIf(straddles, [&] {
-                   for (int64_t c = 0; c < run - 1; ++c)
-                     emitIf(ult(add(column, c), cst(p.n)), [&] {
-                       memref::StoreOp::create(
-                           b, vector::ExtractOp::create(b, rows[nt], c), y,
-                           ValueRange{add(offset, c)});
-                     });
-                 });
-               }
-             });
     }
   }
 }

@@ -1,27 +1,25 @@
 // The packed epilogue, in the code object: the weight descale is one scalar
 // load issued before the MFMAs; after a DPP transpose inside each quad, each
-// lane stores 4 adjacent columns of one row with one 8-byte store, under one
-// branch per accumulator run (never one per element); split-K loads every
-// split's partial before it waits.
+// lane stores 4 adjacent columns of one row with one 8-byte buffer store whose
+// range check masks rows past M: no branch in the epilogue; split-K loads
+// every split's partial before it waits.
 // RUN: rm -rf %t && mkdir -p %t/gfx942 %t/gfx950
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 dump=%t/gfx942" > /dev/null
 // gfx950 takes the same kernels in OCP fp8.
 // RUN: sed s/f8E4M3FNUZ/f8E4M3FN/g %s | mla-fp8-opt --mlafp8-to-hsaco="chip=gfx950 dump=%t/gfx950" > /dev/null
-// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/kup_kernels.hsaco | FileCheck %s --check-prefix=KUP --implicit-check-not=_store_short
-// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco | FileCheck %s --check-prefix=KUP --implicit-check-not=_store_short
-// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/wide_kernels.hsaco | FileCheck %s --check-prefix=WIDE --implicit-check-not=_store_short
-// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/wide_kernels.hsaco | FileCheck %s --check-prefix=WIDE --implicit-check-not=_store_short
-// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/splitk_kernels.hsaco | FileCheck %s --check-prefix=SPLITK --implicit-check-not=_store_short
-// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/splitk_kernels.hsaco | FileCheck %s --check-prefix=SPLITK --implicit-check-not=_store_short
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/kup_kernels.hsaco | FileCheck %s --check-prefix=KUP --implicit-check-not=store_short
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco | FileCheck %s --check-prefix=KUP --implicit-check-not=store_short
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/wide_kernels.hsaco | FileCheck %s --check-prefix=WIDE --implicit-check-not=store_short
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/wide_kernels.hsaco | FileCheck %s --check-prefix=WIDE --implicit-check-not=store_short
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/splitk_kernels.hsaco | FileCheck %s --check-prefix=SPLITK --implicit-check-not=store_short
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/splitk_kernels.hsaco | FileCheck %s --check-prefix=SPLITK --implicit-check-not=store_short
 
 // One 16x16 tile per wave: 4 accumulators, one run, one store.
 // KUP-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx9{{[0-9]+}}_m1_inf>:
 // KUP: s_load_dword s{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}], 0x0
 // KUP-COUNT-4: v_mfma_f32_16x16x32_fp8_fp8
-// KUP-NOT: {{global_load|s_cbranch|global_store}}
-// KUP: s_cbranch_execz
-// KUP-NOT: {{global_load|s_cbranch|global_store}}
-// KUP: global_store_dwordx2
+// KUP-NOT: {{global_load|s_cbranch|_store}}
+// KUP: buffer_store_dwordx2
 // KUP-NEXT: s_endpgm
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
@@ -34,28 +32,20 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 
 // One 32x32 tile per wave, f16 out, per-batch descale (indexed by the
 // workgroup's batch: still a scalar load), bias, token-major Y: 16
-// accumulators in 4 runs, 4 stores, each after exactly one branch.
+// accumulators in 4 runs, 4 stores, no branch from the bias load on.
 // WIDE-LABEL: <mla_fp8_n128_k512_g128_f16_pb_bias_gfx9{{[0-9]+}}_m1_inf>:
 // WIDE: s_load_dword s{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}], 0x0
 // WIDE: v_mfma_f32_32x32x16_fp8_fp8
 // WIDE: global_load_ushort
-// WIDE-NOT: global_load
-// WIDE: s_cbranch_execz
-// WIDE-NOT: s_cbranch
-// WIDE: global_store_dwordx2
-// WIDE-NOT: global_load
-// WIDE: s_cbranch_execz
-// WIDE-NOT: s_cbranch
-// WIDE: global_store_dwordx2
-// WIDE-NOT: global_load
-// WIDE: s_cbranch_execz
-// WIDE-NOT: s_cbranch
-// WIDE: global_store_dwordx2
-// WIDE-NOT: global_load
-// WIDE: s_cbranch_execz
-// WIDE-NOT: s_cbranch
-// WIDE: global_store_dwordx2
-// WIDE-NOT: {{s_cbranch|global_store}}
+// WIDE-NOT: {{s_cbranch|global_load|_store}}
+// WIDE: buffer_store_dwordx2
+// WIDE-NOT: {{s_cbranch|global_load}}
+// WIDE: buffer_store_dwordx2
+// WIDE-NOT: {{s_cbranch|global_load}}
+// WIDE: buffer_store_dwordx2
+// WIDE-NOT: {{s_cbranch|global_load}}
+// WIDE: buffer_store_dwordx2
+// WIDE-NOT: {{s_cbranch|_store}}
 // WIDE: s_endpgm
 func.func @wide(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                 %ws: tensor<16xf32>, %bias: tensor<16x128xf16>) -> tensor<?x16x128xf16> {
@@ -80,10 +70,8 @@ func.func @wide(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // SPLITK-NEXT: global_load_dwordx4
 // SPLITK-NEXT: global_load_dwordx4
 // SPLITK-NEXT: global_load_dwordx4
-// SPLITK-NOT: {{global_load|s_cbranch}}
-// SPLITK: s_cbranch_execz
-// SPLITK-NOT: s_cbranch
-// SPLITK: global_store_dwordx2
+// SPLITK-NOT: {{global_load|s_cbranch|_store}}
+// SPLITK: buffer_store_dwordx2
 // SPLITK-NEXT: s_endpgm
 func.func @splitk(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                   %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
