@@ -3,9 +3,10 @@
 // A run of MFMA accumulators gives a lane 4 consecutive rows of one column,
 // and the 4 lanes of a DPP quad hold 4 adjacent columns. The run is rounded
 // and packed in two dwords, then transposed inside each quad (DPP, no LDS):
-// each lane ends with 4 adjacent columns of one row, one 8-byte store per run
-// and N tile under one row test per run, where each element had its own
-// 2-byte store, 64-bit address and branch.
+// each lane ends with 4 adjacent columns of one row, one 8-byte buffer store
+// per run and N tile. Rows past M and columns past N are masked by sending the
+// store past Y's extent, where the buffer's range check drops it: no branch,
+// where each element had its own 2-byte store, 64-bit address and branch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +45,15 @@ private:
   void exchangeHalves(MutableArrayRef<Value> dwords, Value selector);
   /// Whether `bit` of the lane index is set.
   Value laneBitSet(int64_t bit);
+  /// `value` of the lane that quad permutation `perm` names. Every lane reads
+  /// a lane of its own quad, so the DPP's `old` value is never used: a poison
+  /// one needs no copy.
+  Value quadPerm(Value value, ArrayRef<int32_t> perm) {
+    Value unused = LLVM::PoisonOp::create(b, value.getType());
+    return amdgpu::DPPOp::create(b, value.getType(), unused, value,
+                                 amdgpu::DPPPerm::quad_perm,
+                                 b.getI32ArrayAttr(perm));
+  }
   Value i32(int32_t v) {
     return arith::ConstantOp::create(b, b.getI32IntegerAttr(v));
   }
@@ -55,13 +65,9 @@ private:
 
 Value OutputEpilogue::laneBitSet(int64_t bit) {
   // On i32: an index test would be a 64-bit compare.
-  Type i32Type = b.getI32Type();
   Value masked = arith::AndIOp::create(
-      b, arith::IndexCastOp::create(b, i32Type, lane),
-      arith::ConstantOp::create(b, b.getI32IntegerAttr(bit)));
-  return arith::CmpIOp::create(
-      b, arith::CmpIPredicate::ne, masked,
-      arith::ConstantOp::create(b, b.getI32IntegerAttr(0)));
+      b, arith::IndexCastOp::create(b, b.getI32Type(), lane), i32(bit));
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ne, masked, i32(0));
 }
 
 void OutputEpilogue::exchange(MutableArrayRef<Value> values, int64_t stride,
@@ -73,9 +79,7 @@ void OutputEpilogue::exchange(MutableArrayRef<Value> values, int64_t stride,
     // A lane keeps the element whose bit equals its lane bit and sends the
     // other one to its partner, which sends back the matching element.
     Value sent = arith::SelectOp::create(b, laneBit, low, high);
-    Value received = amdgpu::DPPOp::create(b, sent.getType(), sent, sent,
-                                           amdgpu::DPPPerm::quad_perm,
-                                           b.getI32ArrayAttr(perm));
+    Value received = quadPerm(sent, perm);
     values[i] = arith::SelectOp::create(b, laneBit, received, low);
     values[i + stride] = arith::SelectOp::create(b, laneBit, high, received);
   }
@@ -84,13 +88,8 @@ void OutputEpilogue::exchange(MutableArrayRef<Value> values, int64_t stride,
 void OutputEpilogue::exchangeHalves(MutableArrayRef<Value> dwords,
                                     Value selector) {
   Type i32Type = b.getI32Type();
-  // Every lane reads a lane of its quad: the DPP's `old` value is never
-  // used, and a poison one needs no copy.
-  Value unused = LLVM::PoisonOp::create(b, i32Type);
   for (Value &dword : dwords) {
-    Value neighbour = amdgpu::DPPOp::create(b, i32Type, unused, dword,
-                                            amdgpu::DPPPerm::quad_perm,
-                                            b.getI32ArrayAttr({1, 0, 3, 2}));
+    Value neighbour = quadPerm(dword, {1, 0, 3, 2});
     dword = LLVM::CallIntrinsicOp::create(
                 b, i32Type, b.getStringAttr("llvm.amdgcn.perm"),
                 ValueRange{neighbour, dword, selector})
