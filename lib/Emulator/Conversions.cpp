@@ -144,6 +144,10 @@ const InstDef kConversionRows[] = {
     MLAFP8_LANEWISE("v_cvt_pk_bf16_f32", Def,
                     L.setU32(floatToBF16(L.f32(0)) |
                              (uint32_t(floatToBF16(L.f32(1))) << 16))),
+    // gfx950 v_cvt_pk_f16_f32 d, s0, s1: {f16(s0), f16(s1)}, RNE.
+    MLAFP8_LANEWISE("v_cvt_pk_f16_f32", Def,
+                    L.setU32(floatToHalf(L.f32(0)) |
+                             (uint32_t(floatToHalf(L.f32(1))) << 16))),
     {"v_cvt_sr_fp8_f32", Operands::Def, InstClass::VALU, notModelledSR},
     {"v_cvt_sr_bf8_f32", Operands::Def, InstClass::VALU, notModelledSR},
 };

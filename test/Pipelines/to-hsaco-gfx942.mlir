@@ -2,8 +2,8 @@
 // bf16 out, per-tensor descale, every M range; compiled and linked in-process.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 dump=%t" | FileCheck %s --check-prefix=BIN
-// RUN: llvm-objdump -d --mcpu=gfx942 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=buffer_store
-// RUN: llvm-objdump -d --mcpu=gfx942 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=buffer_store
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=SPLITK
 // RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
@@ -37,7 +37,7 @@
 // SPLITK: global_atomic_swap
 // SPLITK: buffer_inv sc1
 // SPLITK: global_load_dwordx4
-// SPLITK: global_store_short
+// SPLITK: buffer_store_dwordx2
 // SPLITK: s_endpgm
 // SPLITK-LABEL: _gfx942_m17_32>:
 // SPLITK: buffer_wbl2 sc1

@@ -25,10 +25,11 @@ public:
   virtual void emit(ValueRange accs) = 0;
 };
 
-/// Multiplies by the weight descale, adds the bias, rounds to Y's type and
-/// stores Y, masking rows past M and columns past N. `kernel` must have its
-/// arguments and ids bound.
-std::unique_ptr<Epilogue> createOutputEpilogue(const EmitterBase &kernel);
+/// Multiplies by the weight descale `descale`, adds the bias, rounds to Y's
+/// type and stores Y, masking rows past M and columns past N. `kernel` must
+/// have its arguments and ids bound.
+std::unique_ptr<Epilogue> createOutputEpilogue(const EmitterBase &kernel,
+                                               Value descale);
 
 /// Split-K: stores this workgroup's partial to the workspace and counts its
 /// arrival; the last of the split_k arrivals sums the partials in split

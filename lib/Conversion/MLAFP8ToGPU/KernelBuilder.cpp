@@ -3,6 +3,7 @@
 #include "Epilogue.h"
 #include "KernelEmitter.h"
 
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
@@ -111,11 +112,15 @@ void KernelEmitter::bindArguments(gpu::GPUFuncOp func) {
 void KernelEmitter::emit(gpu::GPUFuncOp func) {
   b.setInsertionPointToStart(&func.getBody().front());
   bindArguments(func);
+  // The weight descale is workgroup-uniform: loaded before any store, it is a
+  // scalar load, resident long before the epilogue needs it.
+  Value descale = memref::LoadOp::create(
+      b, ws, ValueRange{p.perBatchScale ? batch : cst(0)});
   Value zero = arith::ConstantOp::create(
       b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
   SmallVector<Value> accs =
       emitGroups(SmallVector<Value>(p.mtPerWave * p.ntPerWave, zero));
-  std::unique_ptr<Epilogue> epilogue = createOutputEpilogue(*this);
+  std::unique_ptr<Epilogue> epilogue = createOutputEpilogue(*this, descale);
   if (p.tile.getSplitK() > 1)
     epilogue = createSplitKEpilogue(*this, std::move(epilogue));
   epilogue->emit(accs);

@@ -9,7 +9,6 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -106,31 +105,25 @@ void SplitKEpilogue::emit(ValueRange accs) {
   emitIf(isLast, [&] {
     // The other splits' partials, released before their counts.
     LLVM::FenceOp::create(b, LLVM::AtomicOrdering::acquire, "agent");
-    // Sum in split order 0, 1, ..., split_k - 1 whatever the arrival order:
-    // the same bits every run. This workgroup's own partial comes from its
-    // registers, at its place in that order.
-    SmallVector<Value> totals;
-    for (auto [index, acc] : llvm::enumerate(accs)) {
-      Value total;
+    // Every split's partial is loaded before the first sum needs one: one
+    // memory round trip. This workgroup's own partial is read back too (it
+    // is in the workspace bit for bit), so no load waits behind a branch.
+    SmallVector<Value> parts;
+    for (int64_t index = 0, e = accs.size(); index < e; ++index) {
       for (int64_t s = 0; s < splitK; ++s) {
-        Value mine =
-            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, split, cst(s));
-        auto ifOp = scf::IfOp::create(b, TypeRange{accType}, mine,
-                                      /*withElseRegion=*/true);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToEnd(ifOp.thenBlock());
-          scf::YieldOp::create(b, acc);
-          b.setInsertionPointToEnd(ifOp.elseBlock());
-          auto load = vector::LoadOp::create(
-              b, accType, workspace, ValueRange{partialOffset(cst(s), index)});
-          load.setAlignment(uint64_t(16));
-          scf::YieldOp::create(b, load.getResult());
-        }
-        Value part = ifOp.getResult(0);
-        total =
-            total ? arith::AddFOp::create(b, total, part).getResult() : part;
+        auto load = vector::LoadOp::create(
+            b, accType, workspace, ValueRange{partialOffset(cst(s), index)});
+        load.setAlignment(uint64_t(16));
+        parts.push_back(load);
       }
+    }
+    // Sum in split order 0, 1, ..., split_k - 1 whatever the arrival order:
+    // the same bits every run.
+    SmallVector<Value> totals;
+    for (int64_t index = 0, e = accs.size(); index < e; ++index) {
+      Value total = parts[index * splitK];
+      for (int64_t s = 1; s < splitK; ++s)
+        total = arith::AddFOp::create(b, total, parts[index * splitK + s]);
       totals.push_back(total);
     }
     output->emit(totals);

@@ -16,6 +16,8 @@
 // CHECK-SAME: %{{.+}}: memref<2147483647xf32, #gpu.address_space<global>>)
 // CHECK-SAME: workgroup(%[[LDSA:.+]] : memref<2048xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<16xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: kernel attributes {known_block_size = array<i32: 64, 1, 1>}
+// The weight descale is loaded first, before any store (a scalar load).
+// CHECK: %[[DS:.+]] = memref.load %[[WS]][%c0]
 // W: 16-byte loads straight into MFMA B operands (two units per lane).
 // All global loads of the group are issued first.
 // CHECK: %[[W0:.+]] = vector.load %[[W]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<16xi8>
@@ -63,16 +65,20 @@
 // The per-group partial times the rows' scales, added to the accumulator.
 // CHECK: %[[PS:.+]] = arith.mulf %[[P3]], %[[SC]] : vector<4xf32>
 // CHECK: %[[ACC:.+]] = arith.addf %[[PS]], %[[ZERO]] : vector<4xf32>
-// Epilogue: per-tensor descale, bf16, stores masked by M.
-// CHECK: %[[DS:.+]] = memref.load %[[WS]][%c0]
-// CHECK: %[[E0:.+]] = vector.extract %[[ACC]][0]
-// CHECK: %[[V0:.+]] = arith.mulf %[[E0]], %[[DS]] : f32
-// CHECK: %[[T0:.+]] = arith.truncf %[[V0]] : f32 to bf16
-// CHECK: %[[IN0:.+]] = arith.cmpi ult, %{{.+}}, %{{.+}} : index
-// CHECK: scf.if %[[IN0]] {
-// CHECK: memref.store %[[T0]], %[[Y]]
-// CHECK-COUNT-3: memref.store %{{.+}}, %[[Y]]
+// Epilogue: per-tensor descale on each run of 4 accumulators (packed f32),
+// rounded to bf16 pairs, then a DPP transpose inside each quad turns a lane's
+// 4 rows of one column into 4 columns of one row: one buffer store per lane,
+// rows past M sent past Y's extent (the range check drops them), no branch.
+// CHECK: %[[DSV:.+]] = vector.broadcast %[[DS]] : f32 to vector<4xf32>
+// CHECK: %[[V:.+]] = arith.mulf %{{.+}}, %[[DSV]] : vector<4xf32>
+// CHECK: arith.truncf %[[V]] : vector<4xf32> to vector<4xbf16>
+// CHECK-COUNT-2: amdgpu.dpp %{{.+}} %{{.+}} quad_perm([1 : i32, 0 : i32, 3 : i32, 2 : i32]) : i32
+// CHECK: amdgpu.dpp %{{.+}} %{{.+}} quad_perm([2 : i32, 3 : i32, 0 : i32, 1 : i32]) : i32
+// CHECK: %[[ROW:.+]] = vector.bitcast %{{.+}} : vector<2xi32> to vector<4xbf16>
+// CHECK: %[[OFF:.+]] = arith.select %{{.+}}, %{{.+}}, %c2147483647_i32 : i32
+// CHECK-NEXT: amdgpu.raw_buffer_store %[[ROW]] -> %[[Y]][%[[OFF]]] : vector<4xbf16>
 // CHECK-NOT: memref.store
+// CHECK-NOT: scf.if
 // CHECK: gpu.return
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
@@ -94,6 +100,7 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>, %[[BIAS:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>, %[[Y:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK: %[[BZ:.+]] = gpu.block_id  z
+// CHECK: %[[DS:.+]] = memref.load %[[WS]][%[[BZ]]]
 // CHECK: scf.for %{{.+}} = %c0 to %c512 step %c128 iter_args(%{{.+}} = %[[ZEROACC:.+]]) -> (vector<4xf32>)
 // CHECK: gpu.barrier
 // CHECK: %[[P:.+]] = amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[FRESH:cst[_0-9]*]]
@@ -103,13 +110,12 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // CHECK: arith.mulf %[[P3]], %{{.+}} : vector<4xf32>
 // CHECK: gpu.barrier
 // CHECK: scf.yield
-// CHECK: %[[DS:.+]] = memref.load %[[WS]][%[[BZ]]]
 // CHECK: %[[BV:.+]] = memref.load %[[BIAS]][%{{.+}}]
 // CHECK: %[[BF:.+]] = arith.extf %[[BV]] : f16 to f32
-// CHECK: %[[V:.+]] = arith.mulf %{{.+}}, %[[DS]] : f32
-// CHECK: %[[VB:.+]] = arith.addf %[[V]], %[[BF]] : f32
-// CHECK: %[[T:.+]] = arith.truncf %[[VB]] : f32 to f16
-// CHECK: memref.store %[[T]], %[[Y]]
+// CHECK: %[[BFV:.+]] = vector.broadcast %[[BF]] : f32 to vector<4xf32>
+// CHECK: %[[VB:.+]] = arith.addf %{{.+}}, %[[BFV]] : vector<4xf32>
+// CHECK: arith.truncf %[[VB]] : vector<4xf32> to vector<4xf16>
+// CHECK: amdgpu.raw_buffer_store %{{.+}} -> %[[Y]][%{{.+}}] : vector<4xf16>
 // CHECK: gpu.func @mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m17_inf(
 func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                %ws: tensor<16xf32>, %bias: tensor<16x128xf16>) -> tensor<?x16x128xf16> {
@@ -144,7 +150,10 @@ func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // CHECK: vector.maskedload %{{.+}}[%{{.+}}], %[[XM]], %{{.+}} : memref<2147483647xbf16, {{.*}}>, vector<8xi1>, vector<8xbf16> into vector<8xbf16>
 // CHECK: amdgpu.mfma 32x32x16
 // CHECK: %[[COL:.+]] = arith.cmpi ult, %{{.+}}, %c40 : index
-// CHECK: arith.andi %{{.+}}, %[[COL]] : i1
+// CHECK: %[[ROWOK:.+]] = arith.cmpi slt, %{{.+}}, %{{.+}} : i32
+// CHECK: %[[BOTH:.+]] = arith.andi %[[ROWOK]], %[[COL]] : i1
+// CHECK: %[[OFF:.+]] = arith.select %[[BOTH]], %{{.+}}, %c2147483647_i32 : i32
+// CHECK-NEXT: amdgpu.raw_buffer_store %{{.+}} -> %{{.+}}[%[[OFF]]] : vector<4xbf16>
 func.func @tail(%x: tensor<2x?x200xbf16>, %w: tensor<2x40x200xf8E4M3FNUZ>,
                 %ws: tensor<1xf32>) -> tensor<2x?x40xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,

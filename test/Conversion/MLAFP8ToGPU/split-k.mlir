@@ -39,27 +39,23 @@
 // CHECK: %[[ISLAST:.+]] = arith.cmpf oeq, %[[FLAG]]
 // CHECK: scf.if %[[ISLAST]] {
 // CHECK-NEXT: llvm.fence syncscope("agent") acquire
-// Split 0, 1, 2, 3 in that order; this workgroup's own from registers.
-// CHECK: %[[E0:.+]] = arith.cmpi eq, %[[S]], %c0 : index
-// CHECK: %[[P0:.+]] = scf.if %[[E0]] -> (vector<4xf32>) {
-// CHECK-NEXT: scf.yield %[[ACC]]
-// CHECK: vector.load %[[WSP]]
-// CHECK: %[[E1:.+]] = arith.cmpi eq, %[[S]], %c1 : index
-// CHECK: %[[P1:.+]] = scf.if %[[E1]]
-// CHECK: vector.load %[[WSP]]
-// CHECK: %[[T1:.+]] = arith.addf %[[P0]], %[[P1]] : vector<4xf32>
-// CHECK: %[[E2:.+]] = arith.cmpi eq, %[[S]], %c2 : index
-// CHECK: %[[P2:.+]] = scf.if %[[E2]]
-// CHECK: vector.load %[[WSP]]
-// CHECK: %[[T2:.+]] = arith.addf %[[T1]], %[[P2]] : vector<4xf32>
-// CHECK: %[[E3:.+]] = arith.cmpi eq, %[[S]], %c3 : index
-// CHECK: %[[P3:.+]] = scf.if %[[E3]]
-// CHECK: vector.load %[[WSP]]
-// CHECK: %[[T3:.+]] = arith.addf %[[T2]], %[[P3]] : vector<4xf32>
+// The partials of splits 0, 1, 2, 3 (this workgroup's own read back too)
+// are all loaded before the first sum, then added in that order.
+// CHECK-NOT: scf.if
+// CHECK: %[[P0:.+]] = vector.load %[[WSP]]
+// CHECK-NOT: arith.addf
+// CHECK: %[[P1:.+]] = vector.load %[[WSP]]
+// CHECK-NOT: arith.addf
+// CHECK: %[[P2:.+]] = vector.load %[[WSP]]
+// CHECK-NOT: arith.addf
+// CHECK: %[[P3:.+]] = vector.load %[[WSP]]
+// CHECK-NEXT: %[[T1:.+]] = arith.addf %[[P0]], %[[P1]] : vector<4xf32>
+// CHECK-NEXT: %[[T2:.+]] = arith.addf %[[T1]], %[[P2]] : vector<4xf32>
+// CHECK-NEXT: %[[T3:.+]] = arith.addf %[[T2]], %[[P3]] : vector<4xf32>
 // Then the usual epilogue: descale, round once, store with the M mask.
-// CHECK: vector.extract %[[T3]][0]
+// CHECK: arith.mulf %[[T3]], %{{.+}} : vector<4xf32>
 // CHECK: arith.truncf
-// CHECK: memref.store %{{.+}}, %[[Y]]
+// CHECK: amdgpu.raw_buffer_store %{{.+}} -> %[[Y]]
 // CHECK: gpu.return
 func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
