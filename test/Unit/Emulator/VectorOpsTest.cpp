@@ -439,6 +439,46 @@ TEST(VectorOps, Gfx950Bitop3) {
 
 namespace {
 
+TEST(VectorOps, Gfx950Bitop3B16) {
+  // The truth table of v_bitop3_b32 applied to 16-bit sources. Bit i of the
+  // table is the result for (src0 << 2 | src1 << 1 | src2) = i, so 0xf8 (bits
+  // 3-7) is src0 | (src1 & src2) and 0xec (bits 2, 3, 5, 6, 7) is
+  // src1 | (src0 & src2): Triton's sign-or and byte-pack steps.
+  // op_sel:[1,0,0,1] reads src0's high half and writes the result's high
+  // half, keeping the low one.
+  auto r = runAsm(
+      "v_bitop3_b16 v3, v0, v1, v2 bitop3:0xf8\n"
+      "v_bitop3_b16 v4, v0, v1, v2 bitop3:0xec\n"
+      "v_mov_b32_e32 v5, 0x11112222\n"
+      "v_bitop3_b16 v5, v0, v1, v2 bitop3:0xf0 op_sel:[1,0,0,1]\n"
+      "v_lshlrev_b16_e32 v6, 8, v0\n"
+      "v_lshlrev_b16_e32 v7, 20, v1\n",
+      [](WaveState &w) {
+        for (unsigned l = 0; l < 64; ++l) {
+          w.v(0, l) = 0xbeef0134u;
+          w.v(1, l) = 0x0000ab80u;
+          w.v(2, l) = 0x000000ffu;
+        }
+      },
+      nullptr, "gfx950");
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  const WaveState &w = r->waves[0];
+  // 0x0134 | (0xab80 & 0x00ff) = 0x0134 | 0x0080.
+  EXPECT_EQ(w.v(3, 0) & 0xffffu, 0x01b4u);
+  // 0xab80 | (0x0134 & 0x00ff) = 0xab80 | 0x0034.
+  EXPECT_EQ(w.v(4, 0) & 0xffffu, 0xabb4u);
+  // 0xf0 selects src0: its high half 0xbeef, into v5's high half.
+  EXPECT_EQ(w.v(5, 0), 0xbeef2222u);
+  // v_lshlrev_b16: src1's low half shifted by src0 mod 16; gfx9 zeroes the
+  // high half. 0x0134 << 8 = 0x3400; 0xab80 << (20 mod 16 = 4) = 0xb800.
+  EXPECT_EQ(w.v(6, 0), 0x3400u);
+  EXPECT_EQ(w.v(7, 0), 0xb800u);
+}
+
+} // namespace
+
+namespace {
+
 TEST(VectorOps, Gfx950PermlaneSwaps) {
   // permlane16_swap: odd rows of vdst <-> even rows of src; permlane32_swap:
   // rows 2-3 of vdst <-> rows 0-1 of src.
