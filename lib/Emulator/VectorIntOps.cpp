@@ -267,8 +267,8 @@ const InstDef kVectorIntRows[] = {
     // high one with op_sel's destination bit). What happens to the other half
     // is not stated publicly, and LLVM does not list V_BITOP3_B16 among the
     // gfx9 ops that zero it (GCNSubtarget::zeroesHigh16BitsOfDest); the
-    // emulator applies its gfx9 rule (Lane::setU16). Triton's gfx950 code
-    // reads only the written half.
+    // emulator zeroes it as for other gfx9 16-bit ops (Lane::setU16).
+    // Triton's gfx950 code reads only the written half.
     MLAFP8_LANEWISE(
         "v_bitop3_b16", Def,
         L.setU16(uint16_t(bitop3(L.I.bitop3, L.u16(0), L.u16(1), L.u16(2))))),
