@@ -13,10 +13,15 @@
 //    bits, the partial sum is floored at 31 bits and the accumulator at 24 bits
 //    (dropped when 25+ binades below); one RNE to f32 per chunk. bf16/f16 use
 //    one group and keep the accumulator.
-//  - gfx950 (CDNA4): no public bit-accurate model exists. The emulator forms
-//    exact products, sums each chunk of 16 k plus the accumulator in f64 and
-//    rounds once to f32 (RNE) per chunk. Tests compare with a tolerance that
-//    covers the difference.
+//  - gfx950 (CDNA4): no public bit-accurate model exists. AMD's CDNA4 ISA
+//    guide states only f32 accumulation with RNE forced and narrow denormals
+//    kept (ISA-NOTES §4); LLVM's AMDGPU docs and MC tests cover encodings,
+//    not numerics; MMA-Sim (arXiv 2511.10909) models CDNA1-3, not CDNA4. The
+//    emulator forms exact products, sums each chunk of 16 k plus the
+//    accumulator in f64 and rounds once to f32 (RNE) per chunk. CDNA3's
+//    truncating datapath differs from this by at most 2^-24 of
+//    |C| + sum |a*b| on fp8 operands (MfmaTest), f32 accumulation noise that
+//    the kernel tolerances cover.
 //
 //===----------------------------------------------------------------------===//
 

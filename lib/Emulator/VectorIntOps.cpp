@@ -27,6 +27,17 @@ uint32_t permByte(uint64_t in, unsigned sel) {
   return (in >> (8 * sel)) & 0xff;
 }
 
+/// gfx950 v_bitop3: every result bit is the truth table `table` indexed by
+/// the source bits (src0 << 2 | src1 << 1 | src2); LLVM's selection builds
+/// the table from src0 = 0xf0, src1 = 0xcc, src2 = 0xaa.
+uint32_t bitop3(uint8_t table, uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t r = 0;
+  for (unsigned i = 0; i < 8; ++i)
+    if ((table >> i) & 1)
+      r |= ((i & 4) ? a : ~a) & ((i & 2) ? b : ~b) & ((i & 1) ? c : ~c);
+  return r;
+}
+
 /// v_permlane{16,32}_swap_b32 (gfx950): lanes with bit `Stride` set trade
 /// their vdst value with vsrc of the lane `Stride` below.
 template <unsigned Stride> Error permlaneSwap(Ctx &c, const Inst &I) {
@@ -143,6 +154,10 @@ const InstDef kVectorIntRows[] = {
                     L.setU32(L.u32(1) >> (L.u32(0) & 31))),
     MLAFP8_LANEWISE("v_ashrrev_i32", Def,
                     L.setU32(uint32_t(L.i32(1) >> (L.u32(0) & 31)))),
+    // 16-bit shifts: the count is src0's low 4 bits; gfx9 zeroes the high
+    // half of the result (LLVM's zeroesHigh16BitsOfDest).
+    MLAFP8_LANEWISE("v_lshlrev_b16", Def,
+                    L.setU16(uint16_t(L.u16(1) << (L.u16(0) & 15)))),
     MLAFP8_LANEWISE("v_lshlrev_b64", Def,
                     L.setU64(L.u64(1) << (L.u32(0) & 63))),
     MLAFP8_LANEWISE("v_lshrrev_b64", Def,
@@ -246,17 +261,17 @@ const InstDef kVectorIntRows[] = {
                       L.setU32(r);
                     }),
 
-    // gfx950 v_bitop3: every result bit is the truth table indexed by the
-    // source bits (src0 << 2 | src1 << 1 | src2).
     MLAFP8_LANEWISE("v_bitop3_b32", Def,
-                    {
-                      uint32_t a = L.u32(0), b = L.u32(1), cc = L.u32(2), r = 0;
-                      for (unsigned i = 0; i < 8; ++i)
-                        if ((L.I.bitop3 >> i) & 1)
-                          r |= ((i & 4) ? a : ~a) & ((i & 2) ? b : ~b) &
-                               ((i & 1) ? cc : ~cc);
-                      L.setU32(r);
-                    }),
+                    L.setU32(bitop3(L.I.bitop3, L.u32(0), L.u32(1), L.u32(2)))),
+    // The 16-bit form reads op_sel-selected halves and writes one half (the
+    // high one with op_sel's destination bit). What happens to the other half
+    // is not stated publicly, and LLVM does not list V_BITOP3_B16 among the
+    // gfx9 ops that zero it (GCNSubtarget::zeroesHigh16BitsOfDest); the
+    // emulator zeroes it as for other gfx9 16-bit ops (Lane::setU16).
+    // Triton's gfx950 code reads only the written half.
+    MLAFP8_LANEWISE(
+        "v_bitop3_b16", Def,
+        L.setU16(uint16_t(bitop3(L.I.bitop3, L.u16(0), L.u16(1), L.u16(2))))),
     MLAFP8_LANEWISE("v_bcnt_u32_b32", Def,
                     L.setU32(llvm::popcount(L.u32(0)) + L.u32(1))),
     MLAFP8_LANEWISE("v_cvt_f32_ubyte0", Def, L.setF32(float(L.u32(0) & 0xff))),

@@ -414,15 +414,25 @@ TEST(VectorOps, Gfx950ConversionsAreOcp) {
 namespace {
 
 TEST(VectorOps, Gfx950Bitop3) {
-  // The truth table is indexed by (src0 << 2 | src1 << 1 | src2): 0xf0 is
-  // src0, 0x96 is the three-way xor, 0x80 the three-way and.
+  // Bit i of the truth table is the result for (src0 << 2 | src1 << 1 |
+  // src2) = i: 0xf0 is src0, 0x96 the three-way xor, 0x80 the three-way and,
+  // 0xf8 (bits 3-7) src0 | (src1 & src2) and 0xec (bits 2, 3, 5, 6, 7)
+  // src1 | (src0 & src2), Triton's sign-or and byte-pack steps. The b16 form
+  // applies it to 16-bit halves; op_sel:[1,0,0,1] reads src0's high half and
+  // writes the result's high half, keeping the low one.
   auto r = runAsm(
       "v_bitop3_b32 v3, v0, v1, v2 bitop3:0xf0\n"
       "v_bitop3_b32 v4, v0, v1, v2 bitop3:0x96\n"
-      "v_bitop3_b32 v5, v0, v1, v2 bitop3:0x80\n",
+      "v_bitop3_b32 v5, v0, v1, v2 bitop3:0x80\n"
+      "v_bitop3_b16 v6, v0, v1, v2 bitop3:0xf8\n"
+      "v_bitop3_b16 v7, v0, v1, v2 bitop3:0xec\n"
+      "v_mov_b32_e32 v8, 0x11112222\n"
+      "v_bitop3_b16 v8, v0, v1, v2 bitop3:0xf0 op_sel:[1,0,0,1]\n"
+      "v_lshlrev_b16_e32 v9, 8, v1\n"
+      "v_lshlrev_b16_e32 v10, 20, v2\n",
       [](WaveState &w) {
         for (unsigned l = 0; l < 64; ++l) {
-          w.v(0, l) = 0xff00ff00u;
+          w.v(0, l) = 0x12ab0ff0u;
           w.v(1, l) = 0xf0f0f0f0u;
           w.v(2, l) = 0xccccccccu;
         }
@@ -430,9 +440,19 @@ TEST(VectorOps, Gfx950Bitop3) {
       nullptr, "gfx950");
   ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
   const WaveState &w = r->waves[0];
-  EXPECT_EQ(w.v(3, 0), 0xff00ff00u);
-  EXPECT_EQ(w.v(4, 0), 0xff00ff00u ^ 0xf0f0f0f0u ^ 0xccccccccu);
-  EXPECT_EQ(w.v(5, 0), 0xff00ff00u & 0xf0f0f0f0u & 0xccccccccu);
+  EXPECT_EQ(w.v(3, 0), 0x12ab0ff0u);
+  EXPECT_EQ(w.v(4, 0), 0x12ab0ff0u ^ 0xf0f0f0f0u ^ 0xccccccccu);
+  EXPECT_EQ(w.v(5, 0), 0x12ab0ff0u & 0xf0f0f0f0u & 0xccccccccu);
+  // 0x0ff0 | (0xf0f0 & 0xcccc) = 0x0ff0 | 0xc0c0.
+  EXPECT_EQ(w.v(6, 0) & 0xffffu, 0xcff0u);
+  // 0xf0f0 | (0x0ff0 & 0xcccc) = 0xf0f0 | 0x0cc0.
+  EXPECT_EQ(w.v(7, 0) & 0xffffu, 0xfcf0u);
+  // 0xf0 selects src0: its high half 0x12ab, into v8's high half.
+  EXPECT_EQ(w.v(8, 0), 0x12ab2222u);
+  // v_lshlrev_b16: src1's low half shifted by src0 mod 16; gfx9 zeroes the
+  // high half. 0xf0f0 << 8 = 0xf000; 0xcccc << (20 mod 16 = 4) = 0xccc0.
+  EXPECT_EQ(w.v(9, 0), 0xf000u);
+  EXPECT_EQ(w.v(10, 0), 0xccc0u);
 }
 
 } // namespace
