@@ -75,7 +75,7 @@
 // LOOP-NOT: {{s_cbranch|vmcnt|s_endpgm}}
 // LOOP: s_waitcnt vmcnt({{[1-9]}}
 // LOOP-NOT: {{global_load|vmcnt\(0\)|s_endpgm}}
-// LOOP: global_store
+// LOOP: s_cbranch_vccnz
 
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
