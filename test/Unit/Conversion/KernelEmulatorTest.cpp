@@ -265,14 +265,24 @@ TEST(KernelEmulator, SmallGroupsUse8ByteUnits) {
   runCase(c);
 }
 
+/// Split-K tiles for V-up: 4 ways (one group each, single-wave and
+/// four-wave tiles) and 2 ways with the second group prefetched. The table
+/// splits only at small M; these keep every split shape under test.
+std::vector<TileConfig> getSplitKTiles() {
+  const MfmaLayout *k16 = lookupMfma("m16n16k32");
+  return {{1, 16, 16, 16, 1, k16, 4, 1},
+          {17, 32, 32, 64, 4, k16, 4, 1},
+          {33, 0, 32, 16, 1, k16, 2, 2}};
+}
+
 TEST(KernelEmulator, VUpSplitKGfx942) {
-  // The table splits K 4 ways for M <= 32 and 2 ways for M = 33..64: Y must
-  // match the reference and be bitwise the same with 1 and 4 emulator
+  // Y must match the reference and be bitwise the same with 1 and 4 emulator
   // threads (different arrival orders), on a workspace zeroed only once.
   Case c;
   c.N = 128;
   c.K = 512;
   c.B = 4;
+  c.tiles = getSplitKTiles();
   c.ms = {1, 5, 16, 17, 23, 32, 40, 64};
   c.threads = {1, 4, 4};
   EXPECT_EQ(runCase(c), 8 * 3);
@@ -284,6 +294,7 @@ TEST(KernelEmulator, VUpSplitKGfx950) {
   c.N = 128;
   c.K = 512;
   c.B = 4;
+  c.tiles = getSplitKTiles();
   c.ms = {1, 9, 17, 32};
   c.threads = {1, 4, 4};
   EXPECT_EQ(runCase(c), 4 * 3);
@@ -299,6 +310,7 @@ TEST(KernelEmulator, SplitKPerBatchBiasF16TokenMajor) {
     c.B = 3;
     c.perBatch = c.bias = c.f16 = true;
     c.xTokenMajor = c.yTokenMajor = true;
+    c.tiles = getSplitKTiles();
     c.ms = {1, 13, 30};
     c.threads = {1, 4};
     EXPECT_EQ(runCase(c), 3 * 2);
