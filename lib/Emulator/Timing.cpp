@@ -88,7 +88,8 @@ static Residency getResidency(const DeviceTiming &device, const ChipInfo &chip,
                           : perSimd / ((waves + simds - 1) / simds);
   };
   unsigned bySlots = fit(chip.maxWavesPerSimd);
-  unsigned byVgprs = fit(chip.maxVgprsPerLane / std::max(1u, shape.vgprsPerWave));
+  unsigned byVgprs =
+      fit(chip.maxVgprsPerLane / std::max(1u, shape.vgprsPerWave));
   unsigned byLds =
       shape.ldsBytes ? unsigned(device.ldsBytesPerCU / shape.ldsBytes) : ~0u;
   Residency r{bySlots, "waves"};
