@@ -187,6 +187,10 @@ def parse_args(argv):
         parser.error("--jobs must be at least 1")
     if args.peers and not args.peers.is_dir():
         parser.error(f"--peers {args.peers} is not a directory")
+    # Checked now, not after minutes of runs.
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path and not Path(path).resolve().parent.is_dir():
+            parser.error(f"{flag} {path}: its directory does not exist")
     return args
 
 

@@ -24,20 +24,29 @@
 using namespace llvm;
 using namespace mlir::mlafp8;
 
-static cl::opt<std::string> chipOpt("chip", cl::desc("Chip"),
-                                    cl::init("gfx942"));
-static cl::opt<int64_t> nOpt("N", cl::desc("Columns"), cl::init(512));
-static cl::opt<int64_t> kOpt("K", cl::desc("Reduction"), cl::init(128));
-static cl::opt<int64_t> groupOpt("group", cl::desc("Group size"),
-                                 cl::init(128));
-static cl::list<int64_t> batchesOpt("batches", cl::desc("Batch sizes"),
-                                    cl::CommaSeparated);
-static cl::list<int64_t> msOpt("ms", cl::desc("Token counts"),
-                               cl::CommaSeparated);
-static cl::list<std::string>
-    tilesOpt("tile", cl::desc("BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]"));
-static cl::opt<std::string>
-    deviceOpt("device", cl::desc("Product (default: the chip's)"));
+static cl::OptionCategory category("mla-fp8-tile-sweep options");
+static cl::opt<std::string> chipOpt("chip", cl::desc("Chip (default gfx942)"),
+                                    cl::init("gfx942"), cl::cat(category));
+static cl::opt<int64_t> nOpt("N", cl::desc("Columns (default 512)"),
+                             cl::init(512), cl::cat(category));
+static cl::opt<int64_t> kOpt("K", cl::desc("Reduction (default 128)"),
+                             cl::init(128), cl::cat(category));
+static cl::opt<int64_t> groupOpt("group", cl::desc("Group size (default 128)"),
+                                 cl::init(128), cl::cat(category));
+static cl::list<int64_t>
+    batchesOpt("batches", cl::desc("Batch sizes (default 8,16,32,128)"),
+               cl::CommaSeparated, cl::cat(category));
+static cl::list<int64_t>
+    msOpt("ms", cl::desc("Token counts (default 1,16,64,256,1024)"),
+          cl::CommaSeparated, cl::cat(category));
+static cl::list<std::string> tilesOpt(
+    "tile",
+    cl::desc("A candidate, BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]; MFMA is an "
+             "MFMA record's shape (m16n16k32, m32n32k16)"),
+    cl::cat(category));
+static cl::opt<std::string> deviceOpt("device",
+                                      cl::desc("Product (default: the chip's)"),
+                                      cl::cat(category));
 
 [[noreturn]] static void die(const Twine &msg) {
   errs() << "mla-fp8-tile-sweep: error: " << msg << "\n";
@@ -51,7 +60,7 @@ static TileConfig parseTile(StringRef text) {
   TileConfig t;
   t.minM = 1;
   t.maxM = 0;
-  if (dims.size() != 3 || parts.size() < 2 ||
+  if (dims.size() != 3 || parts.size() < 2 || parts.size() > 4 ||
       dims[0].getAsInteger(10, t.blockM) ||
       dims[1].getAsInteger(10, t.blockN) || dims[2].getAsInteger(10, t.waves))
     die("bad --tile '" + text + "' (BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]])");
@@ -61,18 +70,36 @@ static TileConfig parseTile(StringRef text) {
   if ((parts.size() > 2 && parts[2].getAsInteger(10, t.splitK)) ||
       (parts.size() > 3 && parts[3].getAsInteger(10, t.stages)))
     die("bad --tile '" + text + "'");
+  // Positive before planning divides by them; the tile attribute's verifier
+  // checks the rest when the kernel compiles.
+  for (int64_t v : {t.blockM, t.blockN, t.waves, t.splitK, t.stages})
+    if (v < 1)
+      die("bad --tile '" + text + "': every number must be positive");
   return t;
 }
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "modelled time of candidate tiles");
   const DeviceTiming *device = deviceOpt.empty()
                                    ? getDefaultDeviceTiming(chipOpt)
                                    : lookupDeviceTiming(deviceOpt);
   const ChipInfo *chip = lookupChip(chipOpt);
-  if (!chip || !device)
-    die("unknown chip or device");
+  if (!chip)
+    die(describeUnsupportedChip(chipOpt));
+  if (!device)
+    die("unknown --device '" + deviceOpt +
+        "' (known: " + joinDeviceTimingNames() + ")");
+  if (device->chip != chip->name)
+    die("--device " + device->name + " is a " + device->chip + ", not a " +
+        chip->name);
+  for (int64_t v : batchesOpt)
+    if (v < 1 || v > 65535)
+      die("--batches values must be 1 to 65535");
+  for (int64_t v : msOpt)
+    if (v < 1 || v > 65536)
+      die("--ms values must be 1 to 65536");
   std::vector<int64_t> batches(batchesOpt.begin(), batchesOpt.end());
   std::vector<int64_t> ms(msOpt.begin(), msOpt.end());
   // Copied: compiling resets the command line's options to their defaults.

@@ -38,9 +38,19 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
   if (!planned)
     return planned.takeError();
   SmallVector<TileConfig> &tiles = *planned;
+  // Checked: explicit tiles (KernelGroupSpec::tiles) come from outside the
+  // table and get the attribute's verifier.
   SmallVector<Attribute> tileAttrs;
-  for (const TileConfig &tile : tiles)
-    tileAttrs.push_back(tile.toAttr(context));
+  for (const TileConfig &tile : tiles) {
+    TileAttr attr = TileAttr::getChecked(
+        [&] { return bmm.emitError(); }, context, tile.minM, tile.maxM,
+        tile.blockM, tile.blockN, tile.waves, tile.mfma, tile.splitK,
+        tile.stages, tile.occupancy);
+    if (!attr)
+      return makeError("invalid tile for " + spec.getBaseName() + ":\n" +
+                       diagnostics);
+    tileAttrs.push_back(attr);
+  }
   bmm.setTilesAttr(ArrayAttr::get(context, tileAttrs));
 
   PassManager pm(context);

@@ -323,10 +323,27 @@ void WaveTimeline::step(const Inst &inst, ArrayRef<MemRecord> accesses,
     ++group.scalarInstructions;
     break;
   }
-  if (inst.timing != TimingKind::Mfma)
+  // The SIMD's shared issue time counts what occupies its vector issue:
+  // VALU, MFMA and memory instructions. SALU and branches issue through the
+  // CU's scalar port (group.scalarInstructions); a wave's nops, waits and
+  // barriers let the SIMD's other waves issue.
+  switch (inst.timing) {
+  case TimingKind::Valu:
+  case TimingKind::Valu64:
+  case TimingKind::QuarterRate:
+  case TimingKind::VmemLoad:
+  case TimingKind::VmemStore:
+  case TimingKind::CacheControl:
+  case TimingKind::Lds:
+  case TimingKind::LdsCrossLane:
     issueCycles += cost;
-  else
+    break;
+  case TimingKind::Mfma:
     issueCycles += issue;
+    break;
+  default:
+    break;
+  }
 
   for (unsigned s = 0; s < clocks.size(); ++s) {
     Clock &c = clocks[s];

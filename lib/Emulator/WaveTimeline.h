@@ -48,6 +48,8 @@ public:
   /// When the wave's last instruction and its stores are done.
   uint64_t end(unsigned scale) const;
 
+  /// Cycles the wave occupies its SIMD's vector issue (VALU, MFMA issue,
+  /// memory instructions); nops, waits and scalar work are not counted.
   uint64_t getIssueCycles() const { return issueCycles; }
   uint64_t getMfmaCycles() const { return mfmaCycles; }
   const WaveCounts &getCounts() const { return counts; }

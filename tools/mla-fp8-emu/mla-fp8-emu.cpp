@@ -180,8 +180,9 @@ static constexpr uint64_t kMaxArgBytesTotal = uint64_t(4) << 30;
 /// The product --timing models on `chip`, or null without --timing.
 static const DeviceTiming *getTimingDevice(StringRef chip) {
   if (!timingOpt) {
-    if (fullOpt || jsonOpt || !deviceOpt.empty())
-      die("--full, --json and --device go with --timing");
+    if (fullOpt || jsonOpt || !deviceOpt.empty() ||
+        stallSitesOpt.getNumOccurrences())
+      die("--full, --json, --device and --stall-sites go with --timing");
     return nullptr;
   }
   const DeviceTiming *device = deviceOpt.empty()
@@ -196,14 +197,19 @@ static const DeviceTiming *getTimingDevice(StringRef chip) {
   return device;
 }
 
-/// Prints the timing model of a run; returns the exit code.
+/// Prints the timing model of a run; returns the exit code. A launch of no
+/// workgroups (M = 0) takes no kernel time.
 static int reportTiming(const ExecStats &stats) {
-  if (!stats.timing)
-    die("the timing model produced nothing");
+  LaunchTiming empty;
+  empty.estimates.push_back({});
+  empty.estimates.front().limiter = "none";
+  const LaunchTiming &timing = stats.timing ? *stats.timing : empty;
   if (jsonOpt)
-    printLaunchTimingJSON(outs(), *stats.timing, stallSitesOpt);
+    printLaunchTimingJSON(outs(), timing, stallSitesOpt);
+  else if (!stats.timing)
+    outs() << "timing model: no workgroups to launch: 0 us\n";
   else
-    printLaunchTiming(outs(), *stats.timing, stallSitesOpt);
+    printLaunchTiming(outs(), timing, stallSitesOpt);
   return 0;
 }
 
@@ -538,6 +544,9 @@ int main(int argc, char **argv) {
   }
   // Generic mode knows nothing of the kernel's workgroup classes: every
   // workgroup runs.
+  if (fullOpt)
+    die("--full applies to bundle and --abi modes; generic mode simulates "
+        "every workgroup anyway");
   TimingOptions timing;
   timing.device = getTimingDevice(co->getChip().name);
   if (timing.device)

@@ -80,8 +80,8 @@ struct StallSite {
 struct WorkgroupTiming {
   /// Cycles from the first wave's start to the last wave's end.
   std::vector<uint64_t> cycles;
-  /// Issue-slot cycles and matrix-pipe cycles of each wave (the same for
-  /// every scale).
+  /// Vector issue cycles (VALU, MFMA issue, memory instructions) and
+  /// matrix-pipe cycles of each wave (the same for every scale).
   std::vector<uint64_t> waveIssueCycles, waveMfmaCycles;
   /// SALU/SMEM/branch instructions, LDS cycles and vector-memory lines of
   /// the whole workgroup (what its CU's shared pipes serve).
@@ -131,7 +131,8 @@ struct LaunchEstimate {
   /// "latency").
   double kernelMicroseconds = 0;
   std::string limiter;
-  /// max(HBM, issue): no schedule of this code beats it.
+  /// max(HBM, issue): what the launch would take if every memory wait were
+  /// hidden behind other waves' work.
   double lowerBoundMicroseconds = 0;
   uint64_t longestWorkgroupCycles = 0;
 };

@@ -10,7 +10,7 @@
 // GFX942-SAME: #mlafp8.tile<min_m = 17, max_m = 32, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
 // GFX942-SAME: #mlafp8.tile<min_m = 33, max_m = 64, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
 // GFX942-SAME: #mlafp8.tile<min_m = 65, max_m = 128, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
-// GFX942-SAME: #mlafp8.tile<min_m = 129, max_m = 256, block_m = 32, block_n = 256, waves = 8, mfma = m16n16k32
+// GFX942-SAME: #mlafp8.tile<min_m = 129, max_m = 256, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
 // GFX942-SAME: #mlafp8.tile<min_m = 257, max_m = 512, block_m = 64, block_n = 256, waves = 8, mfma = m32n32k16
 // GFX942-SAME: #mlafp8.tile<min_m = 513, max_m = 0, block_m = 128, block_n = 256, waves = 8, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>]
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,

@@ -48,45 +48,42 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   // every re-quantization of X, so wide N tiles pay.
 
   // gfx942 (MI300X: 304 CUs, 64 KiB LDS), K-up: N = 512, K = 128, one group.
+  // Modelled times below are MI300X, from bench/tile-sweep.cpp.
   static const TileConfig gfx942KUp[] = {
-      // 8 waves of 16 columns: 2 rows per wave to quantize. 32 workgroups at
-      // B = 8 leave CUs idle, but one workgroup's chain (1.25 us modelled)
-      // is the kernel; 16x16 single-wave tiles (512 workgroups) took 1.32 us
-      // at M = 1 and 1.77 at M = 16, and 3.6 us at B = 128, M = 16 (issue).
+      // 8 waves of 16 columns, 2 rows each to quantize: 1.25 us at B <= 32.
+      // 16x16 single-wave tiles (512 workgroups at B = 16, one per CU and
+      // more) took 1.32 us at M = 1 and 1.77 at M = 16: every one of them
+      // quantizes all its rows alone.
       {1, 16, 16, 128, 8, k16},
-      // 32 rows, 8 waves of 16 columns (4 rows each): 1.38 us at B <= 16
-      // through M = 128, where 32x16 single-wave tiles took 2.1-2.6 us.
+      // 32 rows, 8 waves of 16 columns: 1.38 us at B = 8 up to M = 256 and
+      // 12.7 at B = 128, M = 256 (32x16 single-wave tiles: 2.1-2.6 us at
+      // B = 8; 32x256: 1.67 at B = 8, 9.5 at B = 128).
       {17, 32, 32, 128, 8, k16},
       {33, 64, 32, 128, 8, k16},
       {65, 128, 32, 128, 8, k16},
-      // 256 columns, each wave 32: X quantized twice per row instead of 4
-      // times; 11.5 us at B = 128, M = 256 against 16.7 with 128 columns.
-      {129, 256, 32, 256, 8, k16},
-      // 32x32x16 MFMAs, 64x256 tiles: 19.4 us at B = 128, M = 512 (64x128,
-      // four waves: 24.8).
+      {129, 256, 32, 128, 8, k16},
+      // 32x32x16 MFMAs, 64x256 tiles: X quantized twice per row instead of
+      // four times, which the issue term counts at large B.
       {257, 512, 64, 256, 8, k32},
-      // 128x256: 35.9 us at B = 128, M = 1024 (128x128 four waves: 46.3).
       {513, 0, 128, 256, 8, k32},
   };
 
   // gfx942, V-up: N = 128, K = 512, four groups. Split-K fills the chip at
   // small B but its partials add HBM traffic at B = 128, and one tile serves
-  // every B; the model kept split-K only where M <= 16.
+  // every B; the sweep kept split-K only where M <= 16.
   static const TileConfig gfx942VUp[] = {
       // Four waves of 16 columns, split 2 ways with the second group
-      // prefetched: 2.74 us at every B (split 4 ways: 2.49 at B = 8 but
-      // HBM-bound at B = 128, M = 16).
+      // prefetched: the same time at every B (split 4 ways was faster at
+      // B = 8 but HBM-bound at B = 128).
       {1, 16, 16, 64, 4, k16, 2, 2},
-      // No split: 2.76 us at B = 8 and at B = 128, M = 32.
+      // No split from here.
       {17, 32, 16, 64, 4, k16, 1, 2},
-      // 32x128, 8 waves: 2.96 us at B = 8 and at B = 128, M = 64 (16x64:
-      // 5.05 at B = 128, issue-bound).
+      // 32x128, 8 waves: 16x64 tiles were issue-bound at B = 128, M = 64.
       {33, 64, 32, 128, 8, k16, 1, 2},
-      // 16x64: 2.76 us at B = 8 and 8.84 at B = 128, M = 128 (32x128: 2.96
-      // and 5.92).
+      // 16x64 at B = 8 waits less than 32x128 and stays ahead at B = 128 up
+      // to M = 128.
       {65, 128, 16, 64, 4, k16, 1, 2},
-      // 32x128 from here: 11.8 us at B = 128, M = 256 (16x64: 17.7), 20.7
-      // at M = 512, 41.4 at M = 1024.
+      // 32x128 from here: half the X re-reads of 16x64 at large B.
       {129, 256, 32, 128, 8, k16, 1, 2},
       {257, 512, 32, 128, 8, k16, 1, 2},
       {513, 0, 32, 128, 8, k16, 1, 2},
@@ -98,7 +95,7 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   static const TileConfig gfx950KUp[] = {
       {1, 16, 16, 128, 8, k16},    {17, 32, 32, 128, 8, k16},
       {33, 64, 32, 128, 8, k16},   {65, 128, 32, 128, 8, k16},
-      {129, 256, 32, 256, 8, k16}, {257, 512, 64, 256, 8, k32},
+      {129, 256, 32, 128, 8, k16}, {257, 512, 64, 256, 8, k32},
       {513, 0, 128, 256, 8, k32},
   };
 
