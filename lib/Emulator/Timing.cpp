@@ -49,8 +49,6 @@ StringRef getStallReasonName(StallReason reason) {
     return "lds-pipe";
   case StallReason::VmemPipe:
     return "vmem-pipe";
-  case StallReason::Nop:
-    return "nop";
   }
   return "?";
 }

@@ -60,13 +60,14 @@ enum class StallReason : uint8_t {
   MfmaResult,
   LdsPipe,
   VmemPipe,
-  Nop,
 };
 llvm::StringRef getStallReasonName(StallReason reason);
-constexpr unsigned kNumStallReasons = 9;
+constexpr unsigned kNumStallReasons = 8;
 
-/// The waits of one instruction of the critical wave, summed over its
-/// executions.
+/// The waits of one instruction of the critical wave: how many times it
+/// waited and for how many cycles in all, with the reason of its first wait
+/// (an instruction waits for one reason: s_waitcnt on its counters, an MFMA
+/// on its pipe...).
 struct StallSite {
   uint64_t pc = 0;
   std::string text;
