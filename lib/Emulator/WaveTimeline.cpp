@@ -37,9 +37,9 @@ static bool isQuarterRate(StringRef m) {
   for (StringRef p :
        {"v_exp_", "v_log_", "v_rcp_", "v_rsq_", "v_sqrt_", "v_sin_", "v_cos_",
         "v_mul_lo_u32", "v_mul_hi_u32", "v_mul_hi_i32", "v_mul_lo_i32",
-        "v_mad_u64_u32", "v_mad_i64_i32", "v_mad_u32_u24"})
+        "v_mad_u64_u32", "v_mad_i64_i32"})
     if (m.starts_with(p))
-      return p != "v_mad_u32_u24";
+      return true;
   return false;
 }
 
