@@ -4,7 +4,7 @@
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 dump=%t" | FileCheck %s --check-prefix=BIN
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
-// RUN: llvm-objdump -d --mcpu=gfx950 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=SPLITK
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/vsplit_kernels.hsaco | FileCheck %s --check-prefix=SPLITK
 // RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 format=isa" | FileCheck %s --check-prefix=ASM
@@ -26,9 +26,9 @@
 // ISA-DAG: v_mfma_f32_{{16x16x32|32x32x16}}_fp8_fp8
 // ISA: s_endpgm
 
-// V-up at M <= 16 splits K across workgroups (two splits): the partial is
-// stored, released at agent scope, counted with a returning atomic; the last
-// arriver acquires, sums and stores Y.
+// V-up with an explicit split-K tile at M <= 16 (two splits; the table no
+// longer splits): the partial is stored, released at agent scope, counted
+// with a returning atomic; the last arriver acquires, sums and stores Y.
 // SPLITK-LABEL: _gfx950_m1_16>:
 // SPLITK: v_mfma_f32_16x16x32_fp8_fp8
 // SPLITK: global_store_dwordx4
@@ -39,16 +39,13 @@
 // SPLITK: global_load_dwordx4
 // SPLITK: buffer_store_dwordx2
 // SPLITK: s_endpgm
-// From M = 17 on the workgroups have enough rows: no split, no atomics.
-// SPLITK-LABEL: _gfx950_m17_32>:
-// SPLITK-NOT: global_atomic
-// SPLITK: s_endpgm
-// SPLITK-LABEL: _gfx950_m65_128>:
+// The second tile does not split: no atomics.
+// SPLITK-LABEL: _gfx950_m17_inf>:
 // SPLITK-NOT: global_atomic
 // SPLITK: s_endpgm
 
 // Every kernel: no spills, no scratch, LDS far below 160 KiB.
-// META: .group_segment_fixed_size: 2112
+// META: .group_segment_fixed_size: {{2112|8448}}
 // META: .kernarg_segment_size: 88
 // META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_16
 // META: .private_segment_fixed_size: 0
@@ -71,5 +68,17 @@ func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,
       tensor<16x128x512xf8E4M3FN>, tensor<1xf32> -> tensor<16x?x128xbf16>
+  return %y : tensor<16x?x128xbf16>
+}
+
+func.func @vsplit(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
+                  %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [
+      #mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4,
+                   mfma = m16n16k32, split_k = 2, stages = 2, occupancy = 2>,
+      #mlafp8.tile<min_m = 17, max_m = 0, block_m = 32, block_n = 128, waves = 8,
+                   mfma = m16n16k32, split_k = 1, stages = 4, occupancy = 2>]}
+      : tensor<16x?x512xbf16>, tensor<16x128x512xf8E4M3FN>, tensor<1xf32>
+      -> tensor<16x?x128xbf16>
   return %y : tensor<16x?x128xbf16>
 }

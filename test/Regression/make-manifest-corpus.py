@@ -98,7 +98,7 @@ MUTATIONS = {
     "arg-moved": (moved_arg, "args"),
     "arg-renamed": (renamed_arg, "args[5].name"),
     "arg-unnamed": (unnamed_arg, "args[0].name"),
-    "tile-stages-3": (setter(["tile", "stages"], 3), "tile.stages"),
+    "tile-stages-5": (setter(["tile", "stages"], 5), "tile.stages"),
     "tile-occupancy-1": (setter(["tile", "occupancy"], 1), "tile.occupancy"),
     "tile-mfma-unknown": (setter(["tile", "mfma"], "m16n16k16"), "tile.mfma"),
     "tile-mfma-gfx950-only": (setter(["tile", "mfma"], "m16n16k128"),

@@ -121,9 +121,9 @@ inline constexpr int64_t kMaxN = int64_t(1) << 24;
 /// quantized by lanes that each own 8 columns and pair up at least once.
 inline constexpr int64_t kMinGroupSize = 16;
 
-/// The most K-groups a kernel keeps in flight (a tile's `stages`): 2
-/// prefetches the next group; deeper pipelines are not generated.
-inline constexpr int64_t kMaxTileStages = 2;
+/// The most K-groups a kernel keeps in flight (a tile's `stages`): stages = s
+/// issues the loads of group g + s - 1 before group g is computed.
+inline constexpr int64_t kMaxTileStages = 4;
 
 /// The one `occupancy` a tile may have: the generator does not size
 /// registers by occupancy yet, so no other value would have an effect.

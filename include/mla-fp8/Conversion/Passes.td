@@ -32,8 +32,10 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     K order inside a group is permuted identically for X and W so that each
     lane's two 8-byte MFMA operands are 16 contiguous bytes. A partial last
     K-group reads zeros past K (masked loads), so its amax and sum cover only
-    the existing columns. With `stages` > 1 the W and X loads of group g + 1
-    are issued before group g is computed. Quantization passes whose rows all
+    the existing columns. With `stages` = s > 1 the W and X loads of group
+    g + s - 1 are issued before group g is computed; up to 8 groups per
+    workgroup are emitted as straight-line code, so that no loop-carried
+    register copy waits for a prefetched load. Quantization passes whose rows all
     lie past M (a workgroup-uniform test) are skipped: an MFMA output row
     depends only on its own A row, and rows past M are never stored.
     LLVM sizes registers from the workgroup size (the tile verifier accepts

@@ -93,5 +93,6 @@ Value EmitterBase::ldsAOffset(Value mt, Value unit, Value operandLane) {
   Value slotBytes =
       arith::XOrIOp::create(b, laneBytes, mul(unitKey, p.unitBytes));
   Value unitIndex = add(mul(mt, p.unitsPerGroup), unit);
-  return add(mul(unitIndex, p.waveSize * p.unitBytes), slotBytes);
+  Value offset = add(mul(unitIndex, p.waveSize * p.unitBytes), slotBytes);
+  return ldsBuffer == 0 ? offset : add(offset, ldsBuffer * p.ldsABytes);
 }

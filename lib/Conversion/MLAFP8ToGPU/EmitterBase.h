@@ -86,6 +86,10 @@ protected:
   Value ldsAOffset(Value mt, int64_t unit, Value operandLane) {
     return ldsAOffset(mt, cst(unit), operandLane);
   }
+  /// The element of `row`'s scale in ldsScales (copy ldsBuffer).
+  Value scaleRow(Value row) {
+    return ldsBuffer == 0 ? row : add(row, ldsBuffer * p.tile.getBlockM());
+  }
   /// The row, within an MFMA tile, of accumulator `element` of the lanes of
   /// accumulator lane group `laneGroup` (lane / n): the record's row of lane
   /// 0 plus the lane group's rows.
@@ -103,6 +107,9 @@ protected:
   Value x, w, ws, bias, y, m, xStrideB, xStrideM, yStrideB, yStrideM;
   Value workspace;
   Value ldsA, ldsScales;
+  /// The LDS copy (of p.ldsBuffers) that quantization writes and the MFMAs
+  /// read: ldsAOffset and scaleRow offset into it.
+  int64_t ldsBuffer = 0;
   // Ids; `split` is the split-K index (null without split-K).
   Value tid, lane, wave, waveN, waveM, batch, mTile, nTile, split, m0, n0;
   /// One MFMA tile's accumulators of a lane.

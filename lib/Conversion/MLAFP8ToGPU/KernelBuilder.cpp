@@ -57,9 +57,9 @@ gpu::GPUFuncOp mlir::mlafp8::buildKernel(gpu::GPUModuleOp module, Location loc,
   Type i8Type = IntegerType::get(context, 8);
   Type f32Type = Float32Type::get(context);
   SmallVector<Type> lds = {
-      MemRefType::get({plan.ldsABytes}, i8Type, MemRefLayoutAttrInterface(),
-                      workgroup),
-      MemRefType::get({plan.tile.getBlockM()}, f32Type,
+      MemRefType::get({plan.ldsBuffers * plan.ldsABytes}, i8Type,
+                      MemRefLayoutAttrInterface(), workgroup),
+      MemRefType::get({plan.ldsBuffers * plan.tile.getBlockM()}, f32Type,
                       MemRefLayoutAttrInterface(), workgroup)};
 
   ImplicitLocOpBuilder b(loc, context);
@@ -133,7 +133,6 @@ SmallVector<Value> KernelEmitter::emitGroups(SmallVector<Value> accs) {
   // partial last group belongs to the last split.
   int64_t splitK = p.tile.getSplitK();
   Value kBegin = cst(0), kEnd = cst(p.fullGroups * p.groupSize);
-  std::optional<int64_t> count = p.fullGroups;
   if (split) {
     Value gBegin = div(mul(split, p.numGroups), splitK);
     Value gEnd = div(mul(add(split, 1), p.numGroups), splitK);
@@ -141,57 +140,12 @@ SmallVector<Value> KernelEmitter::emitGroups(SmallVector<Value> accs) {
       gEnd = minIdx(gEnd, cst(p.fullGroups));
     kBegin = mul(gBegin, p.groupSize);
     kEnd = mul(gEnd, p.groupSize);
-    count = std::nullopt;
-    if (p.tailColumns == 0 && p.numGroups % splitK == 0)
-      count = p.numGroups / splitK;
   }
 
-  if (count == 1) {
-    accs = emitGroup(loadGroup(kBegin, /*partial=*/false), accs);
-  } else if (count != 0 && p.fullGroups > 0) {
-    // With stages > 1 the loads of group g + 1 are issued before group g is
-    // computed (clamped to the last full group, which the last iteration
-    // loads again: in bounds and unused; also when a split has no full group
-    // and the loop runs zero times).
-    bool prefetch = p.tile.getStages() > 1;
-    int64_t lastK0 = (p.fullGroups - 1) * p.groupSize;
-    SmallVector<Value> init(accs);
-    if (prefetch) {
-      Value firstK0 = split ? minIdx(kBegin, cst(lastK0)) : kBegin;
-      SmallVector<Value> first = loadGroup(firstK0, /*partial=*/false);
-      init.append(first);
-    }
-    auto loop = scf::ForOp::create(b, kBegin, kEnd, cst(p.groupSize), init);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      Block *body = loop.getBody();
-      if (!body->empty() && body->mightHaveTerminator())
-        body->getTerminator()->erase();
-      b.setInsertionPointToEnd(body);
-      ValueRange iterArgs = loop.getRegionIterArgs();
-      ValueRange current = iterArgs.take_front(accs.size());
-      SmallVector<Value> next;
-      SmallVector<Value> loads;
-      if (prefetch) {
-        Value nextK0 =
-            minIdx(add(loop.getInductionVar(), p.groupSize), cst(lastK0));
-        next = loadGroup(nextK0, /*partial=*/false);
-        loads.assign(iterArgs.begin() + accs.size(), iterArgs.end());
-      } else {
-        loads = loadGroup(loop.getInductionVar(), /*partial=*/false);
-      }
-      SmallVector<Value> yielded = emitGroup(loads, current);
-      // The prefetched values reach the loop's block arguments through
-      // register copies at the back edge, which wait for the loads. The fence
-      // keeps the scheduler from hoisting those copies (and their waits) in
-      // between this group's MFMAs.
-      if (prefetch)
-        emitScheduleFence();
-      yielded.append(next);
-      scf::YieldOp::create(b, yielded);
-    }
-    accs = SmallVector<Value>(loop.getResults().take_front(accs.size()));
-  }
+  if (p.unrolledGroups > 0)
+    accs = emitUnrolledGroups(kBegin, p.unrolledGroups, accs);
+  else if (p.fullGroups > 0)
+    accs = emitGroupLoop(kBegin, kEnd, p.tile.getStages(), accs);
   if (p.tailColumns == 0)
     return accs;
   auto tailGroup = [&](ValueRange current) {
@@ -213,4 +167,102 @@ SmallVector<Value> KernelEmitter::emitGroups(SmallVector<Value> accs) {
     scf::YieldOp::create(b, accs);
   }
   return SmallVector<Value>(ifOp.getResults());
+}
+
+SmallVector<Value> KernelEmitter::emitUnrolledGroups(Value kBegin,
+                                                     int64_t count,
+                                                     SmallVector<Value> accs) {
+  // Straight-line code: group g's loads are issued `stages - 1` groups ahead
+  // of its compute, each batch into registers of its own, so the only waits
+  // are LLVM's exact vmcnt counts of the younger batches still in flight. (A
+  // loop would pass prefetched values through its back edge as register
+  // copies, each a wait for its load.)
+  int64_t ahead = std::min(p.tile.getStages() - 1, count - 1);
+  auto groupK0 = [&](int64_t g) { return add(kBegin, g * p.groupSize); };
+  SmallVector<SmallVector<Value>> inFlight;
+  for (int64_t g = 0; g < ahead; ++g)
+    inFlight.push_back(loadGroup(groupK0(g), /*partial=*/false));
+  auto issueAhead = [&](int64_t g) {
+    if (g + ahead < count)
+      inFlight.push_back(loadGroup(groupK0(g + ahead), /*partial=*/false));
+  };
+  if (p.ldsBuffers == 1) {
+    for (int64_t g = 0; g < count; ++g) {
+      issueAhead(g);
+      accs = emitGroup(inFlight[g], accs);
+      // Keeps the scheduler from pulling this group's waits into the
+      // previous group's MFMAs, or its MFMAs below the next group's
+      // quantization.
+      if (g + 1 < count)
+        emitScheduleFence();
+    }
+    return accs;
+  }
+  // Every group is quantized into its own LDS copy, then one barrier, then
+  // the MFMAs of all groups, in group order (the accumulation order of the
+  // reference): one barrier instead of two per group, and the LDS reads of
+  // all groups in flight together.
+  for (int64_t g = 0; g < count; ++g) {
+    issueAhead(g);
+    ldsBuffer = g;
+    quantizeRows(getXLoads(inFlight[g]));
+  }
+  gpu::BarrierOp::create(b);
+  for (int64_t g = 0; g < count; ++g) {
+    ldsBuffer = g;
+    accs = multiplyGroup(inFlight[g], accs);
+  }
+  ldsBuffer = 0;
+  // A partial group follows, which rewrites copy 0.
+  if (p.tailColumns != 0)
+    gpu::BarrierOp::create(b);
+  return accs;
+}
+
+SmallVector<Value> KernelEmitter::emitGroupLoop(Value kBegin, Value kEnd,
+                                                int64_t stages,
+                                                SmallVector<Value> accs) {
+  // With stages > 1 the loads of group g + stages - 1 are issued before group
+  // g is computed (clamped to the last full group, which the last iterations
+  // load again: in bounds and unused; also when a split has no full group and
+  // the loop runs zero times). The groups in flight are loop-carried values.
+  int64_t lastK0 = (p.fullGroups - 1) * p.groupSize;
+  auto clampedK0 = [&](Value k0) { return minIdx(k0, cst(lastK0)); };
+  SmallVector<Value> init(accs);
+  size_t numAccs = accs.size(), perGroup = 0;
+  for (int64_t g = 0; g + 1 < stages; ++g) {
+    SmallVector<Value> loads =
+        loadGroup(clampedK0(add(kBegin, g * p.groupSize)), /*partial=*/false);
+    perGroup = loads.size();
+    init.append(loads);
+  }
+  auto loop = scf::ForOp::create(b, kBegin, kEnd, cst(p.groupSize), init);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = loop.getBody();
+  if (!body->empty() && body->mightHaveTerminator())
+    body->getTerminator()->erase();
+  b.setInsertionPointToEnd(body);
+  ValueRange iterArgs = loop.getRegionIterArgs();
+  ValueRange inFlight = iterArgs.drop_front(numAccs);
+  SmallVector<Value> newest = loadGroup(
+      stages > 1
+          ? clampedK0(add(loop.getInductionVar(), (stages - 1) * p.groupSize))
+          : loop.getInductionVar(),
+      /*partial=*/false);
+  SmallVector<Value> yielded;
+  if (stages > 1) {
+    yielded =
+        emitGroup(inFlight.take_front(perGroup), iterArgs.take_front(numAccs));
+    // The prefetched values reach the loop's block arguments through register
+    // copies at the back edge, which wait for the loads. The fence keeps the
+    // scheduler from hoisting those copies (and their waits) in between this
+    // group's MFMAs.
+    emitScheduleFence();
+    yielded.append(inFlight.begin() + perGroup, inFlight.end());
+    yielded.append(newest);
+  } else {
+    yielded = emitGroup(newest, iterArgs.take_front(numAccs));
+  }
+  scf::YieldOp::create(b, yielded);
+  return SmallVector<Value>(loop.getResults().take_front(numAccs));
 }

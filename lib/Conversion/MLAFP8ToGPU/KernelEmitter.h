@@ -28,6 +28,14 @@ private:
   void bindArguments(gpu::GPUFuncOp func);
   /// The K-groups of this workgroup (all of them, or its split's share).
   SmallVector<Value> emitGroups(SmallVector<Value> accs);
+  /// The full groups of a split whose group count is known, as straight-line
+  /// code with `stages - 1` groups of loads in flight ahead of the compute.
+  SmallVector<Value> emitUnrolledGroups(Value kBegin, int64_t count,
+                                        SmallVector<Value> accs);
+  /// The full groups of [kBegin, kEnd) as an scf.for, prefetching
+  /// `stages - 1` groups through loop-carried values.
+  SmallVector<Value> emitGroupLoop(Value kBegin, Value kEnd, int64_t stages,
+                                   SmallVector<Value> accs);
   /// The global loads of one K-group starting at column `k0`: the W units
   /// ([N tile][unit]) followed by the raw X chunks ([pass][chunk]), all
   /// unconditional. Issued one group ahead when the tile has stages > 1.
@@ -41,6 +49,13 @@ private:
   /// One K-group from its loads: quantizes X into LDS, runs the MFMAs and
   /// returns the updated accumulators.
   SmallVector<Value> emitGroup(ValueRange loads, ValueRange accs);
+  /// The X chunks among a group's loads (loadGroup's order).
+  ValueRange getXLoads(ValueRange loads) const {
+    return loads.drop_front(p.ntPerWave * p.unitsPerGroup);
+  }
+  /// The MFMAs of one K-group whose A tile is in LDS copy `ldsBuffer`, with
+  /// the W units among `loads`; returns the updated accumulators.
+  SmallVector<Value> multiplyGroup(ValueRange loads, ValueRange accs);
 };
 
 /// Creates the kernel of `plan` named `name` at the end of `module`.

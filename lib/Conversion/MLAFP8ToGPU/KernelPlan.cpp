@@ -98,8 +98,21 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
   // starts at n * K bytes.
   p.xAlign = p.k % 8 == 0 ? 16 : 2;
   p.wAlign = std::min<int64_t>(p.unitBytes, p.k & -p.k);
+  // Splits have a static group count when they divide the groups evenly
+  // and there is no partial group (KernelEmitter::emitGroups).
+  int64_t splitK = tile.getSplitK();
+  int64_t staticGroups = splitK == 1 ? p.fullGroups
+                         : p.tailColumns == 0 && p.numGroups % splitK == 0
+                             ? p.numGroups / splitK
+                             : 0;
+  p.unrolledGroups = staticGroups <= kMaxUnrolledGroups ? staticGroups : 0;
   p.ldsABytes = tile.getBlockM() * p.groupSize;
-  int64_t lds = kernel_abi::getLDSBytes(tile.getBlockM(), p.groupSize);
+  int64_t copyBytes = kernel_abi::getLDSBytes(tile.getBlockM(), p.groupSize);
+  p.ldsBuffers = p.unrolledGroups > 1 &&
+                         p.unrolledGroups * copyBytes <= kMaxBatchedLDSBytes
+                     ? p.unrolledGroups
+                     : 1;
+  int64_t lds = p.ldsBuffers * copyBytes;
   if (lds > chip.ldsBytesPerWorkgroup)
     return fail("the tile needs " + Twine(lds) +
                 " bytes of LDS, more than the " +

@@ -9,6 +9,17 @@ using namespace mlir;
 using namespace mlir::mlafp8;
 
 SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs) {
+  quantizeRows(getXLoads(loads));
+  gpu::BarrierOp::create(b);
+  SmallVector<Value> results = multiplyGroup(loads, accs);
+  // The next group's quantization rewrites the LDS copy.
+  if (p.maxGroupsPerWorkgroup > 1)
+    gpu::BarrierOp::create(b);
+  return results;
+}
+
+SmallVector<Value> KernelEmitter::multiplyGroup(ValueRange loads,
+                                                ValueRange accs) {
   Type i8Type = b.getI8Type();
   auto unitI8 = VectorType::get({p.unitBytes}, i8Type);
   auto unitFp8 = VectorType::get({p.unitBytes}, p.wType);
@@ -17,9 +28,6 @@ SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs) {
     for (int64_t u = 0; u < p.unitsPerGroup; ++u)
       wUnits[nt].push_back(vector::BitCastOp::create(
           b, unitFp8, loads[nt * p.unitsPerGroup + u]));
-
-  quantizeRows(loads.drop_front(p.ntPerWave * p.unitsPerGroup));
-  gpu::BarrierOp::create(b);
 
   Value zero = arith::ConstantOp::create(
       b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
@@ -41,8 +49,8 @@ SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs) {
     Value scales;
     Value laneRows = mul(div(lane, p.mfma->n), runRows);
     for (int64_t run = 0; run < p.accumulators / runRows; ++run) {
-      Value offset = add(add(mul(mt, p.mfma->m), laneRows),
-                         accumulatorRowOfLane0(run * runRows));
+      Value offset = scaleRow(add(add(mul(mt, p.mfma->m), laneRows),
+                                  accumulatorRowOfLane0(run * runRows)));
       auto load =
           vector::LoadOp::create(b, scaleRun, ldsScales, ValueRange{offset});
       load.setAlignment(uint64_t(4 * runRows));
@@ -67,7 +75,5 @@ SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs) {
       results.push_back(arith::AddFOp::create(b, acc, scaled));
     }
   }
-  if (p.maxGroupsPerWorkgroup > 1)
-    gpu::BarrierOp::create(b);
   return results;
 }

@@ -151,7 +151,8 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
         Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                             laneInRow, cst(0));
         emitIf(first, [&] {
-          memref::StoreOp::create(b, scale, ldsScales, ValueRange{row});
+          memref::StoreOp::create(b, scale, ldsScales,
+                                  ValueRange{scaleRow(row)});
         });
       };
       if ((pass + 1) * p.rowsPerPass > blockM) {

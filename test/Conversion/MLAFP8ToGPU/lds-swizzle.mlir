@@ -40,7 +40,7 @@
 // Load: the swizzled lane once (key lane / 16); unit 1's key adds 4, one XOR
 // of its byte offset with 64.
 // CHECK: gpu.barrier
-// CHECK-NEXT: %[[K0:.+]] = arith.remui %[[GROUP]], %c8 : index
+// CHECK: %[[K0:.+]] = arith.remui %[[GROUP]], %c8 : index
 // CHECK-NEXT: %[[S0:.+]] = arith.xori %[[LANE]], %[[K0]] : index
 // CHECK-NEXT: %[[B0:.+]] = arith.muli %[[S0]], %c16 : index
 // CHECK-NEXT: %[[T0:.+]] = arith.muli %[[WAVE]], %c2048 : index
@@ -71,7 +71,7 @@ func.func @g128(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // CHECK: arith.xori %{{.+}}, %[[KEY]] : index
 // CHECK: vector.store
 // CHECK: gpu.barrier
-// CHECK-NEXT: %[[R2:.+]] = arith.muli %[[GROUP]], %c2 : index
+// CHECK: %[[R2:.+]] = arith.muli %[[GROUP]], %c2 : index
 // CHECK-NEXT: %[[RKEY:.+]] = arith.remui %[[R2]], %c8 : index
 // CHECK-NEXT: arith.xori %[[LANE]], %[[RKEY]] : index
 func.func @g64(%x: tensor<4x?x128xbf16>, %w: tensor<4x64x128xf8E4M3FNUZ>,

@@ -24,8 +24,6 @@
 // CHECK: %[[W1:.+]] = vector.load %[[W]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<16xi8>
 // CHECK: %[[XV:.+]] = vector.load %[[X]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<8xbf16>
 // CHECK-COUNT-3: vector.load %[[X]][%{{.+}}] {alignment = 16 : i64} : {{.*}} vector<8xbf16>
-// CHECK: %[[B0:.+]] = vector.bitcast %[[W0]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
-// CHECK: %[[B1:.+]] = vector.bitcast %[[W1]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // Quantization: 8 bf16 per lane, |x| max, then across the 16 lanes of a row.
 // CHECK: %[[XF:.+]] = arith.extf %[[XV]] : vector<8xbf16> to vector<8xf32>
 // The amax is an unsigned max of the |x| bit patterns (NaN and Inf sort
@@ -55,6 +53,8 @@
 // CHECK: scf.if
 // CHECK-NEXT: memref.store %[[S]], %[[LDSS]]
 // CHECK: gpu.barrier
+// CHECK: vector.bitcast %[[W0]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
+// CHECK: vector.bitcast %[[W1]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // MFMAs: A from LDS in operand order (one 16-byte read feeds two MFMAs).
 // CHECK: %[[A0:.+]] = vector.load %[[LDSA]][%{{.+}}] {alignment = 16 : i64} : memref<2048xi8, #gpu.address_space<workgroup>>, vector<16xi8>
 // CHECK: %[[SC:.+]] = vector.load %[[LDSS]][%{{.+}}] {alignment = 16 : i64} : memref<16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
@@ -91,25 +91,31 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 
 // -----
 
-// V-up: four K-groups in a loop, each with a fresh partial; two M ranges give
-// two kernels; per-batch descale indexed by the batch (block z); bias; f16;
-// Y in (M, B, N) order (only the runtime strides differ: same kernel code).
+// V-up: four K-groups as straight-line code, each quantized into its own LDS
+// copy (4 x 16 x 128 bytes, 4 x 16 scales), then one barrier, then each
+// group's MFMAs with a fresh partial, in group order; two M ranges give two
+// kernels; per-batch descale indexed by the batch (block z); bias; f16; Y in
+// (M, B, N) order (only the runtime strides differ: same kernel code).
 // CHECK-LABEL: func.func @vup
 // CHECK: kernels = [@vup_kernels::@mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m1_16, @vup_kernels::@mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m17_inf]
 // CHECK: gpu.func @mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m1_16(
 // CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>, %[[BIAS:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>, %[[Y:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>
+// CHECK-SAME: workgroup(%[[LDSA:.+]] : memref<8192xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<64xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK: %[[BZ:.+]] = gpu.block_id  z
 // CHECK: %[[DS:.+]] = memref.load %[[WS]][%[[BZ]]]
-// CHECK: scf.for %{{.+}} = %c0 to %c512 step %c128 iter_args(%{{.+}} = %[[ZEROACC:.+]]) -> (vector<4xf32>)
+// CHECK-NOT: {{scf.for|gpu.barrier|amdgpu.mfma}}
+// CHECK-COUNT-4: vector.store %{{.+}}, %[[LDSA]]
+// CHECK-NOT: {{scf.for|gpu.barrier|amdgpu.mfma}}
 // CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // CHECK: %[[P:.+]] = amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[FRESH:cst[_0-9]*]]
 // CHECK: amdgpu.mfma
 // CHECK: amdgpu.mfma
 // CHECK: %[[P3:.+]] = amdgpu.mfma
 // CHECK: arith.mulf %[[P3]], %{{.+}} : vector<4xf32>
-// CHECK: gpu.barrier
-// CHECK: scf.yield
+// CHECK-COUNT-3: amdgpu.mfma 16x16x32 %{{.+}} * %{{.+}} + %[[FRESH]]
+// CHECK-NOT: {{gpu.barrier|scf.for}}
 // CHECK: %[[BV:.+]] = memref.load %[[BIAS]][%{{.+}}]
 // CHECK: %[[BF:.+]] = arith.extf %[[BV]] : f16 to f32
 // CHECK: %[[BFV:.+]] = vector.broadcast %[[BF]] : f32 to vector<4xf32>
@@ -165,25 +171,27 @@ func.func @tail(%x: tensor<2x?x200xbf16>, %w: tensor<2x40x200xf8E4M3FNUZ>,
 
 // -----
 
-// stages = 2: the loads of the first group are issued before the loop, and
-// each iteration loads group g + 1 (clamped to the last group) before it
-// computes group g from the loads carried in iter_args.
-// CHECK-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_inf
+// More than 8 groups (K = 2048) are a loop. With stages = 2 the loads of the
+// first group are issued before the loop, and each iteration loads group
+// g + 1 (clamped to the last group) before it computes group g from the loads
+// carried in iter_args.
+// CHECK-LABEL: gpu.func @mla_fp8_n128_k2048_g128_bf16_gfx942_m1_inf
 // CHECK: %[[PW:.+]] = vector.load %{{.+}} : memref<2147483647xi8, {{.*}}>, vector<16xi8>
 // CHECK: %[[PX:.+]] = vector.load %{{.+}} : memref<2147483647xbf16, {{.*}}>, vector<8xbf16>
-// CHECK: scf.for %[[K0:.+]] = %c0 to %c512 step %c128 iter_args(%{{.+}} = %{{.+}}, %[[CW:.+]] = %[[PW]], %{{.+}} = %{{.+}}, %[[CX:.+]] = %[[PX]], {{.*}}) -> (vector<4xf32>, vector<16xi8>, vector<16xi8>, vector<8xbf16>
+// CHECK: scf.for %[[K0:.+]] = %c0 to %c2048 step %c128 iter_args(%{{.+}} = %{{.+}}, %[[CW:.+]] = %[[PW]], %{{.+}} = %{{.+}}, %[[CX:.+]] = %[[PX]], {{.*}}) -> (vector<4xf32>, vector<16xi8>, vector<16xi8>, vector<8xbf16>
 // CHECK: %[[NEXT:.+]] = arith.addi %[[K0]], %c128 : index
-// CHECK: arith.minui %[[NEXT]], %c384 : index
+// CHECK: arith.minui %[[NEXT]], %c1920 : index
 // CHECK: vector.load
-// CHECK: vector.bitcast %[[CW]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // CHECK: arith.extf %[[CX]] : vector<8xbf16> to vector<8xf32>
+// CHECK: gpu.barrier
+// CHECK: vector.bitcast %[[CW]] : vector<16xi8> to vector<16xf8E4M3FNUZ>
 // CHECK: amdgpu.mfma 16x16x32
 // CHECK: scf.yield
-func.func @prefetch(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
+func.func @prefetch(%x: tensor<16x?x2048xbf16>, %w: tensor<16x128x2048xf8E4M3FNUZ>,
                     %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
       block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 1,
-      stages = 2, occupancy = 2>]} : tensor<16x?x512xbf16>,
-      tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
+      stages = 2, occupancy = 2>]} : tensor<16x?x2048xbf16>,
+      tensor<16x128x2048xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
   return %y : tensor<16x?x128xbf16>
 }

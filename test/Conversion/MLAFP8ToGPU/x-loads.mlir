@@ -1,7 +1,7 @@
 // The global loads of a K-group (W and every X pass) are issued together,
 // unconditionally, before anything waits for them, so that a group costs one
-// memory round trip; with stages = 2 the loads of the next group stay in
-// flight while this group is quantized and multiplied.
+// memory round trip; with stages = s the loads of the next s - 1 groups stay
+// in flight while this group is quantized and multiplied.
 // RUN: mla-fp8-opt %s --mlafp8-select-tiles=chip=gfx942 --convert-mlafp8-to-gpu=chip=gfx942 | FileCheck %s --check-prefix=IR
 // RUN: rm -rf %t && mkdir -p %t/gfx942 %t/gfx950
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 dump=%t/gfx942" -o /dev/null
@@ -18,13 +18,16 @@
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m513_inf < %t/gfx942/kup.s
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_32 < %t/gfx950/kup.s
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m513_inf < %t/gfx950/kup.s
-// V-up without split-K (M >= 17): four groups, the next one prefetched
-// (stages = 2).
-// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m33_64 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m65_128 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m513_inf < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m17_32 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m513_inf < %t/gfx950/vup.s
+// V-up: four groups as straight-line code, all loaded at once (stages = 4).
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m1_16 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m65_128 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m513_inf < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m17_32 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m513_inf < %t/gfx950/vup.s
+// K = 2048 (16 groups, heuristic tiles with stages = 2): a loop.
+// RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/vlong_kernels.hsaco > %t/gfx942/vlong.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m17_32 < %t/gfx942/vlong.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m513_inf < %t/gfx942/vlong.s
 
 // K-up m17_32 quantizes its 32 rows in 8 passes of 4: all 8 X loads precede
 // the first branch, and a fence pins them above their uses.
@@ -48,7 +51,48 @@
 // ONE-NOT: {{global_load|s_endpgm}}
 // ONE: v_mfma
 
-// The loop: the prologue's loads are one batch that enters the loop without
+// Straight-line groups: the 12 loads of the four groups (per group, two W
+// units and one X chunk per lane) are issued before any wait or branch; the
+// first wait leaves later groups in flight (a nonzero count); no load follows
+// it; every group is quantized into its own LDS copy before the one barrier,
+// and no barrier follows the MFMAs. Before, a loop's back-edge copies of the
+// prefetched registers waited for them (vmcnt(0)) in every iteration, and
+// each group cost two barriers.
+// UNROLLED: _[[KERNEL]]>:
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: global_load_dwordx4
+// UNROLLED-NOT: {{global_load|s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// UNROLLED: s_waitcnt vmcnt({{[1-9]}}
+// UNROLLED-NOT: {{global_load|s_cbranch|s_barrier|v_mfma|s_endpgm}}
+// UNROLLED: s_barrier
+// UNROLLED-NOT: {{global_load|s_cbranch|s_barrier|s_endpgm}}
+// UNROLLED: v_mfma
+// UNROLLED-NOT: s_barrier
+// UNROLLED: s_endpgm
+
+// The loop (more than 8 groups): the prologue's loads are one batch that enters the loop without
 // a wait; in the loop, this group's MFMAs are all issued before the only
 // vmcnt(0) (the back-edge copies of the next group's registers); the next
 // prefetch is one batch, and pass 0 waits for this group's loads only (a
@@ -84,5 +128,12 @@ func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,
       tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
+  return %y : tensor<16x?x128xbf16>
+}
+
+func.func @vlong(%x: tensor<16x?x2048xbf16>, %w: tensor<16x128x2048xf8E4M3FNUZ>,
+                 %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
+  %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x2048xbf16>,
+      tensor<16x128x2048xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
   return %y : tensor<16x?x128xbf16>
 }

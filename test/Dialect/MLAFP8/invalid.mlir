@@ -370,8 +370,8 @@ func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, 
 
 // -----
 
-// expected-error @+1 {{stages must be between 1 and 2 (deeper pipelines are not generated), got 3}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 3, occupancy = 2>} {
+// expected-error @+1 {{stages must be between 1 and 4 (deeper pipelines are not generated), got 5}}
+func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 5, occupancy = 2>} {
   return
 }
 

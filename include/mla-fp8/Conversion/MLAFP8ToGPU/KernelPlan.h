@@ -59,9 +59,25 @@ struct KernelPlan {
   int64_t nTiles, workspaceBlockElements, workspaceCountersElement;
   /// Alignment in bytes of the X and W global loads.
   int64_t xAlign, wAlign;
-  /// Bytes of the LDS copy of the quantized A tile (one K-group).
+  /// The full K-groups per workgroup when that count is static and small
+  /// enough to be emitted as straight-line code (kMaxUnrolledGroups), else 0.
+  int64_t unrolledGroups;
+  /// LDS copies of the quantized A tile and its row scales: one per unrolled
+  /// group when they fit kMaxBatchedLDSBytes (every group is quantized before
+  /// one barrier, then all are multiplied), else 1 (a barrier pair per group).
+  int64_t ldsBuffers;
+  /// Bytes of one LDS copy of the quantized A tile (one K-group).
   int64_t ldsABytes;
 };
+
+/// The most full K-groups per workgroup emitted as straight-line code rather
+/// than a loop: DeepSeek's V-up (K = 512) has 4, K = 1024 has 8.
+inline constexpr int64_t kMaxUnrolledGroups = 8;
+
+/// The most LDS that the per-group copies of an unrolled kernel may take:
+/// half of gfx942's 64 KiB, so that LDS never limits residency below two
+/// workgroups per CU.
+inline constexpr int64_t kMaxBatchedLDSBytes = 32 * 1024;
 
 /// Plans the kernel of `tile` for `op` on `chip`, or says why it cannot be
 /// built (an MFMA the chip lacks or the generator does not lower, a group

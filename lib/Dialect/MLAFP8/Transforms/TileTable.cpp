@@ -11,17 +11,16 @@
 // quantize its rows into LDS once for all of its N columns, so several waves
 // per workgroup shorten every wave's chain, and wide N tiles avoid
 // re-quantizing X once per narrow tile, which dominates the issue time at
-// large B. When the grid is too small to keep the latency hidden (V-up at
-// M <= 16), the K-groups are split across workgroups (split_k): each stores
-// an f32 partial to a workspace and the last to arrive sums them in split
-// order, so results are deterministic (ABI/KernelABI.h). Split-K costs a
-// workspace round trip and its HBM traffic.
+// large B. Split-K (each split stores an f32 partial to a workspace and the
+// last to arrive sums them in split order, ABI/KernelABI.h) costs two more
+// round trips and HBM traffic: no table entry gains from it since V-up's
+// groups are loaded all at once (stages = 4).
 //
 // Waves split the N side of the tile first (one W slice each, no W sharing
 // through LDS needed); the remaining waves split M.
 //
-// V-up has four K-groups per row: its tiles use stages = 2, so the global loads
-// of group g + 1 (W fragments and X rows) are in flight while group g is
+// V-up has four K-groups per row: its tiles use stages = 4, so the global loads
+// of every group (W fragments and X rows) are in flight while group 0 is
 // quantized and multiplied. K-up has one group, where stages changes nothing.
 //
 //===----------------------------------------------------------------------===//
@@ -68,30 +67,29 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
       {513, 0, 128, 256, 8, k32},
   };
 
-  // gfx942, V-up: N = 128, K = 512, four groups. Split-K fills the chip at
-  // small B but its partials add HBM traffic at B = 128, and one tile serves
-  // every B; the sweep kept split-K only where M <= 16.
+  // gfx942, V-up: N = 128, K = 512, four groups, emitted as straight-line
+  // code with all four groups' loads issued up front (stages = 4): one memory
+  // round trip per workgroup. 16x64 tiles: 2.09 us at B <= 16 up to M = 256
+  // (stages = 2: 2.31; split_k = 2, which the table used up to M = 16 before
+  // the groups were unrolled: 2.74, its partials costing two more round
+  // trips; split_k = 4: 2.49).
   static const TileConfig gfx942VUp[] = {
-      // Four waves of 16 columns, split 2 ways with the second group
-      // prefetched: the same time at every B (split 4 ways was faster at
-      // B = 8 but HBM-bound at B = 128).
-      {1, 16, 16, 64, 4, k16, 2, 2},
-      // No split from here.
-      {17, 32, 16, 64, 4, k16, 1, 2},
-      // 32x128, 8 waves: 16x64 tiles were issue-bound at B = 128, M = 64.
-      {33, 64, 32, 128, 8, k16, 1, 2},
-      // 16x64 at B = 8 waits less than 32x128 and stays ahead at B = 128 up
-      // to M = 128.
-      {65, 128, 16, 64, 4, k16, 1, 2},
-      // 32x128 from here: half the X re-reads of 16x64 at large B.
-      {129, 256, 32, 128, 8, k16, 1, 2},
-      {257, 512, 32, 128, 8, k16, 1, 2},
-      {513, 0, 32, 128, 8, k16, 1, 2},
+      {1, 16, 16, 64, 4, k16, 1, 4},
+      {17, 32, 16, 64, 4, k16, 1, 4},
+      {33, 64, 16, 64, 4, k16, 1, 4},
+      // 5.64 us at B = 128 (32x128: 5.54, but 2.40 against 2.09 at B <= 16).
+      {65, 128, 16, 64, 4, k16, 1, 4},
+      // 32x128, 8 waves, from here: half the X re-reads of 16x64, which the
+      // issue term counts at large B (B = 128, M = 256: 9.50 us against
+      // 11.28).
+      {129, 256, 32, 128, 8, k16, 1, 4},
+      {257, 512, 32, 128, 8, k16, 1, 4},
+      {513, 0, 32, 128, 8, k16, 1, 4},
   };
 
-  // gfx950 (MI355X: 256 CUs, 160 KiB LDS): the same tiles, for the same
-  // reasons (the waves' chains and the issue term do not depend on the CU
-  // count); bench/kernel-time.py compares them with the gfx950 peers.
+  // gfx950 (MI355X: 256 CUs, 160 KiB LDS): the same K-up tiles, for the same
+  // reasons (a wave's chain does not depend on the CU count);
+  // bench/kernel-time.py compares them with the gfx950 peers.
   static const TileConfig gfx950KUp[] = {
       {1, 16, 16, 128, 8, k16},    {17, 32, 32, 128, 8, k16},
       {33, 64, 32, 128, 8, k16},   {65, 128, 32, 128, 8, k16},
@@ -99,11 +97,15 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
       {513, 0, 128, 256, 8, k32},
   };
 
+  // V-up on gfx950 leaves 16x64 earlier: with 256 CUs the 16x64 grid becomes
+  // issue-bound sooner at B = 128 (M = 64: 2.67 us against 2.36 for 16x128;
+  // M = 128: 5.35 against 3.67 for 32x128), at a cost of 0.08 and 0.31 us at
+  // B <= 32 (1.66 us for 16x64).
   static const TileConfig gfx950VUp[] = {
-      {1, 16, 16, 64, 4, k16, 2, 2},     {17, 32, 16, 64, 4, k16, 1, 2},
-      {33, 64, 32, 128, 8, k16, 1, 2},   {65, 128, 16, 64, 4, k16, 1, 2},
-      {129, 256, 32, 128, 8, k16, 1, 2}, {257, 512, 32, 128, 8, k16, 1, 2},
-      {513, 0, 32, 128, 8, k16, 1, 2},
+      {1, 16, 16, 64, 4, k16, 1, 4},     {17, 32, 16, 64, 4, k16, 1, 4},
+      {33, 64, 16, 128, 8, k16, 1, 4},   {65, 128, 32, 128, 8, k16, 1, 4},
+      {129, 256, 32, 128, 8, k16, 1, 4}, {257, 512, 32, 128, 8, k16, 1, 4},
+      {513, 0, 32, 128, 8, k16, 1, 4},
   };
 
   static const TileTableEntry table[] = {

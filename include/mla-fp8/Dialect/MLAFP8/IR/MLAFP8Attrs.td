@@ -45,8 +45,8 @@ def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
       `Hardware/Mfma.h` (`m16n16k32`, `m32n32k16`, ...);
     - `split_k`: the K-groups are divided among this many workgroups, which add their
       partial sums in fp32 (1 = no split);
-    - `stages`: how many K-groups are in flight: 1 (no software pipelining) or 2 (the
-      loads of group g + 1 are issued before group g is computed);
+    - `stages`: how many K-groups are in flight, 1 to 4: 1 is no software pipelining;
+      with s > 1 the loads of group g + s - 1 are issued before group g is computed;
     - `occupancy`: reserved for the waves per SIMD the register budget will be sized
       for; the generator does not use it yet, so only its default, 2, is accepted.
 
