@@ -121,12 +121,12 @@ def _from_mapped(mapped, explicit):
 
 
 def _search():
-    """(path or loader name, or None; the places tried, for messages)."""
+    """(path or loader name, or None; the places tried in vain before it,
+    for messages)."""
     explicit = os.environ.get(LIBRARY_ENV)
     mapped = mapped_hip_libraries()
     if mapped:
-        return _from_mapped(mapped, explicit), ["the process's mapped "
-                                                "libamdhip64"]
+        return _from_mapped(mapped, explicit), []
     tried = ["the process's mapped libamdhip64 (none)"]
     if explicit:
         if not os.path.isfile(explicit):
