@@ -29,7 +29,8 @@ Modules
 
 ``weights``    quantize_weights_for_chip, convert_ocp_weights_for_chip
 ``emulator``   run_kernel_emulated: a bundle kernel on the gfx9 emulator
-``hip``        the HIP launcher (ctypes, libamdhip64.so found at run time)
+``hip``        the HIP launcher (ctypes, on the process's libamdhip64)
+``workspace``  split-K workspaces, graph capture, prepare()
 ``serving``    the drop-in call
                batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant
                (numpy arrays: emulator; torch tensors on ROCm: HIP) and
@@ -61,6 +62,7 @@ from .serving import (
     batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant,
     set_bundle, get_bundle, BundleNotFoundError)
 from .hip import HipError, HipUnavailableError
+from .workspace import prepare
 
 # Names of the compiler's submodules, resolved on first use (PEP 562) so that
 # importing the package does not load MLIR.
@@ -102,5 +104,5 @@ __all__ = [
     "run_kernel_emulated",
     "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
     "set_bundle", "get_bundle", "BundleNotFoundError", "HipError",
-    "HipUnavailableError",
+    "HipUnavailableError", "prepare",
 ]

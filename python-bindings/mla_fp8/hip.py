@@ -1,26 +1,43 @@
 """Launch bundle kernels on an AMD GPU through the HIP runtime, via ctypes.
 
-Nothing here is needed at build time: ``libamdhip64.so`` is looked up when
-the first kernel is launched (``ROCM_PATH``, then the loader's search path,
-then /opt/rocm). Code objects are loaded once per device with
-``hipModuleLoadData``; kernel arguments are packed at the manifest's offsets
-into one buffer passed with the ``HIP_LAUNCH_PARAM_BUFFER_*`` extra
-parameters of ``hipModuleLaunchKernel``.
+Nothing here is needed at build time: ``libamdhip64`` is found when the first
+kernel is launched (find_hip_library gives the order). A process must hold
+one HIP runtime: a second copy has its own devices, streams and allocations,
+so torch's streams and pointers are invalid in it. The copy already mapped
+into the process (torch's, on a ROCm build of torch) is therefore always the
+one used; a path is searched only when none is mapped.
+
+Code objects are loaded once per device with ``hipModuleLoadData``; kernel
+arguments are packed at the manifest's offsets into one buffer passed with
+the ``HIP_LAUNCH_PARAM_BUFFER_*`` extra parameters of
+``hipModuleLaunchKernel``. Split-K workspaces are mla_fp8.workspace's.
 """
 
 import ctypes
 import ctypes.util
 import os
 import struct
+import sys
 import threading
 
-__all__ = ["HipError", "HipUnavailableError", "HipRuntime",
-           "find_hip_library", "get_runtime", "pack_kernel_args"]
+__all__ = ["HipError", "HipUnavailableError", "GraphCaptureError",
+           "HipRuntime", "LIBRARY_ENV", "find_hip_library",
+           "mapped_hip_libraries", "get_runtime", "pack_kernel_args"]
 
 #: hip_runtime_api.h: the `extra` array's markers.
 HIP_LAUNCH_PARAM_BUFFER_POINTER = 0x01
 HIP_LAUNCH_PARAM_BUFFER_SIZE = 0x02
 HIP_LAUNCH_PARAM_END = 0x03
+
+#: hipStreamCaptureStatus.
+CAPTURE_NONE, CAPTURE_ACTIVE, CAPTURE_INVALIDATED = 0, 1, 2
+
+#: The environment variable naming the libamdhip64 to load when the process
+#: has none mapped yet.
+LIBRARY_ENV = "MLA_FP8_HIP_LIBRARY"
+
+#: Where the process's mapped objects are listed (tests point it elsewhere).
+_MAPS = "/proc/self/maps"
 
 
 class HipError(RuntimeError):
@@ -28,25 +45,135 @@ class HipError(RuntimeError):
 
 
 class HipUnavailableError(RuntimeError):
-    """There is no HIP runtime (no AMD GPU / libamdhip64.so not found)."""
+    """There is no usable HIP runtime: libamdhip64 was not found, could not
+    be loaded, or the explicit setting names a second copy."""
 
 
-def find_hip_library():
-    """The path or name of libamdhip64.so to load, or None.
+class GraphCaptureError(RuntimeError):
+    """A launch or an allocation that a stream's graph capture cannot take;
+    the message names the stream and the fix."""
 
-    Looks in $ROCM_PATH/lib, then asks ctypes.util.find_library("amdhip64"),
-    then /opt/rocm/lib.
+
+def mapped_hip_libraries():
+    """The libamdhip64 files mapped into this process, in address order.
+
+    Reads the process's memory map (Linux); an empty list where there is
+    none or it cannot be read. A copy whose file was deleted since it was
+    mapped keeps the kernel's " (deleted)" suffix: loading it fails clearly
+    instead of opening another copy.
     """
+    try:
+        with open(_MAPS, encoding="utf-8", errors="surrogateescape") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return []
+    paths = []
+    for line in lines:
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or not fields[5].startswith("/"):
+            continue
+        path = fields[5]
+        if os.path.basename(path).startswith("libamdhip64") and \
+                path not in paths:
+            paths.append(path)
+    return paths
+
+
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def _torch_copy(paths):
+    """The one of `paths` inside the imported torch package, or None."""
+    torch = sys.modules.get("torch")
+    root = getattr(torch, "__file__", None)
+    if not root:
+        return None
+    root = os.path.realpath(os.path.dirname(root)) + os.sep
+    inside = [p for p in paths if os.path.realpath(p).startswith(root)]
+    return inside[0] if len(inside) == 1 else None
+
+
+def _from_mapped(mapped, explicit):
+    """The mapped copy to use; an explicit setting may only pick one of
+    them, never name another."""
+    if explicit:
+        for path in mapped:
+            if _same_file(path, explicit):
+                return path
+        raise HipUnavailableError(
+            f"{LIBRARY_ENV}={explicit} is not the libamdhip64 this process "
+            f"already has mapped ({', '.join(mapped)}): a second HIP runtime "
+            f"cannot use the first one's streams or memory; unset "
+            f"{LIBRARY_ENV} or point it at the mapped copy")
+    if len(mapped) == 1:
+        return mapped[0]
+    chosen = _torch_copy(mapped)
+    if chosen is None:
+        raise HipUnavailableError(
+            f"this process has several libamdhip64 copies mapped "
+            f"({', '.join(mapped)}) and none is torch's: set {LIBRARY_ENV} "
+            f"to the one whose streams the kernels must use")
+    return chosen
+
+
+def _search():
+    """(path or loader name, or None; the places tried in vain before it,
+    for messages)."""
+    explicit = os.environ.get(LIBRARY_ENV)
+    mapped = mapped_hip_libraries()
+    if mapped:
+        return _from_mapped(mapped, explicit), []
+    tried = ["the process's mapped libamdhip64 (none)"]
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise HipUnavailableError(
+                f"{LIBRARY_ENV}={explicit}: no such file (it must name "
+                f"libamdhip64.so itself)")
+        return explicit, tried
+    tried.append(f"${LIBRARY_ENV} (unset)")
     rocm = os.environ.get("ROCM_PATH")
     if rocm:
         path = os.path.join(rocm, "lib", "libamdhip64.so")
-        if os.path.exists(path):
-            return path
+        if os.path.isfile(path):
+            return path, tried
+        tried.append(path)
+    else:
+        tried.append("$ROCM_PATH/lib (unset)")
     found = ctypes.util.find_library("amdhip64")
     if found:
-        return found
+        return found, tried
+    tried.append("the loader's search path")
     path = "/opt/rocm/lib/libamdhip64.so"
-    return path if os.path.exists(path) else None
+    if os.path.isfile(path):
+        return path, tried
+    tried.append(path)
+    return None, tried
+
+
+def find_hip_library():
+    """The path (or loader name) of the libamdhip64 to load, or None.
+
+    In order:
+
+    1. the copy already mapped into the process (torch's, once a ROCm torch
+       is imported), found in /proc/self/maps. Opening that exact path gives
+       the loaded library back, so no second runtime is ever opened. With
+       several mapped, the one inside the torch package wins, else
+       $MLA_FP8_HIP_LIBRARY must name one of them.
+    2. $MLA_FP8_HIP_LIBRARY, the file itself;
+    3. $ROCM_PATH/lib/libamdhip64.so;
+    4. the loader's search path (ctypes.util.find_library("amdhip64"));
+    5. /opt/rocm/lib/libamdhip64.so.
+
+    Raises:
+      HipUnavailableError: $MLA_FP8_HIP_LIBRARY names a missing file, or a
+        copy other than the mapped one(s).
+    """
+    return _search()[0]
 
 
 def _declare(lib):
@@ -63,7 +190,12 @@ def _declare(lib):
                                   ctypes.POINTER(c_void_p),
                                   ctypes.POINTER(c_void_p)],
         "hipMalloc": [ctypes.POINTER(c_void_p), c_size_t],
+        "hipFree": [c_void_p],
         "hipMemsetAsync": [c_void_p, c_int, c_size_t, c_void_p],
+        "hipStreamSynchronize": [c_void_p],
+        "hipStreamIsCapturing": [c_void_p, ctypes.POINTER(c_int)],
+        "hipStreamGetCaptureInfo": [c_void_p, ctypes.POINTER(c_int),
+                                    ctypes.POINTER(ctypes.c_ulonglong)],
     }
     for name, argtypes in signatures.items():
         function = getattr(lib, name)
@@ -110,17 +242,19 @@ def pack_kernel_args(kernel, values):
 class HipRuntime:
     """The HIP calls of a launch, over a ctypes library object.
 
-    Caches loaded modules and functions per (device, code object) and zeroed
-    workspaces per (device, size). Thread-safe.
+    Caches loaded modules and functions per (device, code object).
+    Thread-safe. `workspaces` is the runtime's mla_fp8.workspace cache,
+    created on first use; `path` is the library it was loaded from.
     """
 
-    def __init__(self, lib):
+    def __init__(self, lib, path=None):
         _declare(lib)
         self._lib = lib
+        self.path = path
         self._lock = threading.Lock()
         self._modules = {}
         self._functions = {}
-        self._workspaces = {}
+        self.workspaces = None
 
     def _check(self, status, call):
         if status != 0:
@@ -143,6 +277,13 @@ class HipRuntime:
     def _restore_device(self, previous, device):
         if previous != device and previous >= 0:
             self._check(self._lib.hipSetDevice(previous), "hipSetDevice")
+
+    def current_device(self):
+        """The calling thread's current device."""
+        current = ctypes.c_int(-1)
+        self._check(self._lib.hipGetDevice(ctypes.byref(current)),
+                    "hipGetDevice")
+        return current.value
 
     def get_function(self, device, code_key, code_object, symbol):
         """The hipFunction_t of `symbol`, loading `code_object` on `device`
@@ -172,28 +313,73 @@ class HipRuntime:
             self._functions[key] = handle
             return handle
 
-    def get_workspace(self, device, stream, nbytes):
-        """A device buffer of `nbytes` for launches on `stream`, zeroed once
-        on that stream (kernels leave it zeroed, so it is reused across
-        launches). One per stream: launches sharing a workspace must not run
-        concurrently, and launches on one stream never do."""
-        key = (device, stream, nbytes)
-        with self._lock:
-            pointer = self._workspaces.get(key)
-            if pointer is not None:
-                return pointer
-            previous = self._set_device(device)
-            try:
-                handle = ctypes.c_void_p()
-                self._check(self._lib.hipMalloc(ctypes.byref(handle), nbytes),
-                            "hipMalloc")
-                self._check(self._lib.hipMemsetAsync(
-                    handle, 0, nbytes, ctypes.c_void_p(stream)),
-                    "hipMemsetAsync")
-            finally:
-                self._restore_device(previous, device)
-            pointer = self._workspaces[key] = handle.value
-            return pointer
+    def capture_state(self, stream):
+        """(hipStreamCaptureStatus, capture id) of `stream`: CAPTURE_NONE,
+        CAPTURE_ACTIVE or CAPTURE_INVALIDATED; the id is 0 unless active.
+        The id is unique per capture sequence in the process."""
+        status = ctypes.c_int(CAPTURE_NONE)
+        handle = ctypes.c_void_p(stream)
+        self._check(self._lib.hipStreamIsCapturing(handle,
+                                                   ctypes.byref(status)),
+                    "hipStreamIsCapturing")
+        if status.value != CAPTURE_ACTIVE:
+            return status.value, 0
+        capture = ctypes.c_ulonglong(0)
+        self._check(self._lib.hipStreamGetCaptureInfo(
+            handle, ctypes.byref(status), ctypes.byref(capture)),
+            "hipStreamGetCaptureInfo")
+        return status.value, capture.value
+
+    def malloc(self, device, nbytes, stream):
+        """hipMalloc of `nbytes` on `device`, for use on `stream`.
+
+        Raises:
+          GraphCaptureError: `stream` is capturing a graph; ROCm refuses
+            the allocation there and invalidates the capture.
+        """
+        status, _ = self.capture_state(stream)
+        if status != CAPTURE_NONE:
+            raise GraphCaptureError(
+                f"stream {stream:#x} on device {device} is capturing a "
+                f"graph: hipMalloc would invalidate the capture; call "
+                f"mla_fp8.prepare(...) before capturing")
+        previous = self._set_device(device)
+        try:
+            handle = ctypes.c_void_p()
+            self._check(self._lib.hipMalloc(ctypes.byref(handle), nbytes),
+                        "hipMalloc")
+        finally:
+            self._restore_device(previous, device)
+        return handle.value
+
+    def free(self, device, pointer):
+        """hipFree of a pointer from malloc (waits for the device)."""
+        previous = self._set_device(device)
+        try:
+            self._check(self._lib.hipFree(ctypes.c_void_p(pointer)),
+                        "hipFree")
+        finally:
+            self._restore_device(previous, device)
+
+    def memset(self, device, pointer, nbytes, stream):
+        """Zeroes `nbytes` at `pointer`, ordered on `stream` (a graph node
+        when the stream is capturing)."""
+        previous = self._set_device(device)
+        try:
+            self._check(self._lib.hipMemsetAsync(
+                ctypes.c_void_p(pointer), 0, nbytes, ctypes.c_void_p(stream)),
+                "hipMemsetAsync")
+        finally:
+            self._restore_device(previous, device)
+
+    def synchronize(self, device, stream):
+        """Waits until `stream`'s work has finished."""
+        previous = self._set_device(device)
+        try:
+            self._check(self._lib.hipStreamSynchronize(
+                ctypes.c_void_p(stream)), "hipStreamSynchronize")
+        finally:
+            self._restore_device(previous, device)
 
     def launch(self, device, function, grid, block, stream, kernargs):
         """Launches `function` on `stream` with the packed `kernargs`."""
@@ -221,15 +407,16 @@ _runtime_lock = threading.Lock()
 
 
 def get_runtime(loader=None):
-    """The process's HipRuntime, loading libamdhip64.so on first use.
+    """The process's HipRuntime, loading libamdhip64 on first use (see
+    find_hip_library for which one).
 
     Args:
       loader: for tests, a callable (path) -> library object; default
         ctypes.CDLL.
 
     Raises:
-      HipUnavailableError: no AMD GPU runtime (libamdhip64.so not found or
-        not loadable).
+      HipUnavailableError: no AMD GPU runtime (libamdhip64 not found or not
+        loadable), naming every place tried.
     """
     global _runtime  # pylint: disable=global-statement
     with _runtime_lock:
@@ -237,17 +424,17 @@ def get_runtime(loader=None):
             path = find_hip_library()
             if path is None:
                 raise HipUnavailableError(
-                    "no AMD GPU / libamdhip64.so not found (looked in "
-                    "$ROCM_PATH/lib, the loader's search path and "
-                    "/opt/rocm/lib); run on a ROCm machine, or pass numpy "
-                    "arrays to run the kernels on the emulator")
+                    "no AMD GPU / libamdhip64.so not found (tried: " +
+                    "; ".join(_search()[1]) + "); run on a ROCm machine, "
+                    "or pass numpy arrays to run the kernels on the "
+                    "emulator")
             try:
                 lib = (loader or ctypes.CDLL)(path)
             except OSError as error:
                 raise HipUnavailableError(
                     f"no AMD GPU / libamdhip64.so could not be loaded from "
                     f"{path}: {error}") from None
-            _runtime = HipRuntime(lib)
+            _runtime = HipRuntime(lib, path)
         return _runtime
 
 

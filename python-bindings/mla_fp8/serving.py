@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from . import _limits, hip
+from . import _limits, hip, workspace
 from ._checks import (check_bits, check_bool, check_group_size, check_int,
                       check_w_scale_given, element_strides)
 from .bundle import Bundle
@@ -490,8 +490,10 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     stream = torch.cuda.current_stream(device).cuda_stream
     if "workspace" in kernel.arg_offsets:
         nbytes = kernel.workspace_bytes(m, batch)
-        values["workspace"] = (runtime.get_workspace(index, stream, nbytes)
-                               if nbytes else 0)
+        # Per stream, or per graph capture while one is under way (see
+        # mla_fp8.workspace); torch's allocator serves the eager ones.
+        values["workspace"] = (workspace.get_workspace(
+            runtime, index, stream, nbytes, device) if nbytes else 0)
     kernargs = hip.pack_kernel_args(kernel, values)
     code_key = (bundle.directory, kernel.chip,
                 bundle._chip_sha256(kernel._key[0]))

@@ -2,6 +2,7 @@
 libamdhip64 check argument packing, grid, stream use, device switching,
 module caching and workspaces."""
 
+import contextlib
 import ctypes
 import struct
 import sys
@@ -26,6 +27,8 @@ class FakeDtype:
 
 class FakeDevice:
     def __init__(self, kind="cuda", index=0):
+        if ":" in kind:  # torch.device("cuda:1")
+            kind, index = kind.split(":")[0], int(kind.split(":")[1])
         self.type, self.index = kind, index
 
     def __eq__(self, other):
@@ -79,18 +82,44 @@ def make_torch():
                        ("float8_e4m3fn", 1)):
         setattr(torch, name, FakeDtype(name, size))
     torch.version = types.SimpleNamespace(hip="6.2")
-    torch.empty = lambda shape, dtype, device: Tensor(shape, dtype, device)
-    torch.full = lambda shape, value, dtype, device: Tensor(shape, dtype,
-                                                            device)
     streams = {0: 0xAA00, 1: 0xBB00}
     torch.streams = streams  # tests switch a device's current stream
+    # torch.empty's tensors with the device's current stream then: torch's
+    # allocator hands a block to that stream.
+    torch.allocations = []
+
+    def empty(shape, dtype, device):
+        tensor = Tensor(shape, dtype, device)
+        torch.allocations.append((tensor, streams[device.index]))
+        return tensor
+
+    @contextlib.contextmanager
+    def use_stream(stream):
+        index = stream.device.index
+        saved, streams[index] = streams[index], stream.cuda_stream
+        try:
+            yield
+        finally:
+            streams[index] = saved
+
+    torch.empty = empty
+    torch.full = lambda shape, value, dtype, device: Tensor(shape, dtype,
+                                                            device)
+    torch.device = FakeDevice
     torch.cuda = types.SimpleNamespace(
-        current_stream=lambda device: types.SimpleNamespace(
-            cuda_stream=streams[device.index]),
+        current_stream=lambda device: FakeStream(streams[device.index],
+                                                 device),
         current_device=lambda: 0,
+        stream=use_stream,
+        ExternalStream=FakeStream,
         get_device_properties=lambda device: types.SimpleNamespace(
             gcnArchName="gfx942:sramecc+:xnack-"))
     return torch
+
+
+class FakeStream:
+    def __init__(self, handle, device):
+        self.cuda_stream, self.device = handle, device
 
 
 class FakeFunction:
@@ -103,11 +132,13 @@ class FakeFunction:
 
 
 class FakeHip:
-    """Records every call; hands out fake handles."""
+    """Records every call; hands out fake handles. `capturing` maps a stream
+    to its (hipStreamCaptureStatus, capture id)."""
 
     def __init__(self):
         self.calls, self.launches, self.device = [], [], 0
-        self.memset, self.mallocs = [], 0
+        self.memset, self.mallocs, self.frees, self.syncs = [], 0, [], []
+        self.capturing = {}
 
     def __getattr__(self, name):
         if name.startswith("hip"):
@@ -137,8 +168,25 @@ class FakeHip:
         self.mallocs += 1
         return 0
 
+    def _hipFree(self, pointer):
+        self.frees.append(pointer.value)
+        return 0
+
     def _hipMemsetAsync(self, pointer, value, size, stream):
         self.memset.append((pointer.value, value, size, stream.value))
+        return 0
+
+    def _hipStreamSynchronize(self, stream):
+        self.syncs.append(stream.value or 0)
+        return 0
+
+    def _hipStreamIsCapturing(self, stream, status):
+        status._obj.value = self.capturing.get(stream.value or 0, (0, 0))[0]
+        return 0
+
+    def _hipStreamGetCaptureInfo(self, stream, status, capture):
+        state = self.capturing.get(stream.value or 0, (0, 0))
+        status._obj.value, capture._obj.value = state
         return 0
 
     def _hipGetErrorString(self, status):
@@ -206,11 +254,16 @@ def test_launch(fake, session_bundle, n, k, m):
     assert (values["x_stride_b"], values["x_stride_m"]) == (k + 64,
                                                             batch * (k + 64))
     assert (values["y_stride_b"], values["y_stride_m"]) == (n, batch * n)
-    if kernel.workspace_bytes(m, batch):
-        assert values["workspace"] == 0x5000
-        # Zeroed once, on the launch's stream, before the launch.
-        assert lib.memset == [(0x5000, 0, kernel.workspace_bytes(m, batch),
-                               0xBB00)]
+    nbytes = kernel.workspace_bytes(m, batch)
+    if nbytes:
+        # From torch's allocator, for the launch's stream; zeroed once on
+        # that stream, before the launch.
+        (space, stream), = [(t, s) for t, s in torch.allocations
+                            if t.dtype is torch.uint8]
+        assert space.shape == (nbytes,) and space.device == dev
+        assert values["workspace"] == space.data_ptr() and stream == 0xBB00
+        assert lib.memset == [(space.data_ptr(), 0, nbytes, 0xBB00)]
+        assert not lib.mallocs
     assert lib.device == 0, "the caller's device is restored"
     # A second call reuses the module, function and workspace.
     loads = [c for c in lib.calls if c[0] == "hipModuleLoadData"]
@@ -235,6 +288,9 @@ def test_workspace_per_stream(fake):
     assert used[0] == used[1] != used[2]
     assert [(ptr, stream) for ptr, _, _, stream in lib.memset] == [
         (used[0], 0xBB00), (used[2], 0xCC00)]
+    assert [(t.data_ptr(), s) for t, s in torch.allocations
+            if t.dtype is torch.uint8] == [(used[0], 0xBB00),
+                                           (used[2], 0xCC00)]
 
 
 def unpack_workspace(launch):
@@ -384,14 +440,3 @@ def test_no_gpu(monkeypatch, session_bundle):
     finally:
         serving.set_bundle(None)
 
-
-def test_find_hip_library(monkeypatch, tmp_path):
-    lib = tmp_path / "lib" / "libamdhip64.so"
-    lib.parent.mkdir()
-    lib.write_bytes(b"")
-    monkeypatch.setenv("ROCM_PATH", str(tmp_path))
-    assert hip.find_hip_library() == str(lib)
-    monkeypatch.setenv("ROCM_PATH", str(tmp_path / "none"))
-    monkeypatch.setattr(hip.ctypes.util, "find_library", lambda name: None)
-    monkeypatch.setattr(hip.os.path, "exists", lambda path: False)
-    assert hip.find_hip_library() is None
