@@ -47,7 +47,7 @@ def test_huge_m_refused(rng, m):
 
 
 def test_element_count_refused(rng):
-    """B * M * max(N, K, 512) past 2^32 elements, each size within its own
+    """B * M * max(N, K, 512) past 2^28 elements, each size within its own
     bound."""
     x, w, ws = operands(rng)
     with pytest.raises(ValueError, match=r"^X: B \* max\(M, 1\) \* max\(N, "

@@ -361,8 +361,11 @@ int main(int argc, char **argv) {
               .str());
   if (runtime::getEmulatorElements(bOpt, mOpt, nOpt, kOpt) >
       runtime::kEmulatorMaxElements)
-    die("-B, -M, -N and -K describe more than 2^32 elements; emulate a "
-        "smaller problem");
+    die(formatv("-B, -M, -N and -K describe {0} elements, more than the {1} "
+                "(2^28) one emulation holds; emulate a smaller problem",
+                runtime::getEmulatorElements(bOpt, mOpt, nOpt, kOpt),
+                runtime::kEmulatorMaxElements)
+            .str());
 
   if (sys::fs::is_directory(inputFile))
     return runBundle();

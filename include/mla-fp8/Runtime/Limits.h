@@ -39,8 +39,11 @@ constexpr int64_t kEmulatorMaxBatch = 65535;
 constexpr int64_t kEmulatorMaxM = int64_t(1) << 20;
 /// N and K: 1 to 65536.
 constexpr int64_t kEmulatorMaxDim = 65536;
-/// B * max(M, 1) * max(N, K, 512): at most 2^32 elements in one emulation.
-constexpr int64_t kEmulatorMaxElements = int64_t(1) << 32;
+/// B * max(M, 1) * max(N, K, 512): at most 2^28 elements in one emulation.
+/// The operands, the reference's output and the emulator's memory take about
+/// 18 bytes per element (1.2 GB at B = 2048, M = 64, N = 512), so this bounds
+/// one emulation at about 5 GB of host memory (2^32 ran out of 24 GB).
+constexpr int64_t kEmulatorMaxElements = int64_t(1) << 28;
 /// Emulator worker threads a caller may ask for (0: one per core).
 constexpr int64_t kEmulatorMaxThreads = 1024;
 
