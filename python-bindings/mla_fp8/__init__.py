@@ -33,8 +33,10 @@ Modules
 ``workspace``  split-K workspaces, graph capture, prepare()
 ``serving``    the drop-in call
                batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant
-               (numpy arrays: emulator; torch tensors on ROCm: HIP) and
-               set_bundle / get_bundle
+               (numpy arrays and CPU tensors: emulator; torch tensors on
+               ROCm: HIP) and set_bundle / get_bundle
+``torch_op``   the torch custom op mla_fp8::prequant_bmm behind the torch
+               path (registered on first use where torch has custom_op)
 
 Native parts
 ------------
@@ -61,6 +63,7 @@ from .emulator import run_kernel_emulated
 from .serving import (
     batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant,
     set_bundle, get_bundle, BundleNotFoundError)
+from ._missing import set_compile_missing
 from .hip import HipError, HipUnavailableError
 from .workspace import prepare
 
@@ -103,6 +106,6 @@ __all__ = [
     "quantize_weights_for_chip", "convert_ocp_weights_for_chip",
     "run_kernel_emulated",
     "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
-    "set_bundle", "get_bundle", "BundleNotFoundError", "HipError",
-    "HipUnavailableError", "prepare",
+    "set_bundle", "get_bundle", "BundleNotFoundError", "set_compile_missing",
+    "HipError", "HipUnavailableError", "prepare",
 ]

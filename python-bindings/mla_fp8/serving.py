@@ -27,13 +27,16 @@ When none holds a manifest.json, BundleNotFoundError says what was tried.
 import os
 import sys
 import threading
+import warnings
+from collections.abc import Mapping
 
 import numpy as np
 
-from . import _limits, hip, workspace
-from ._checks import (check_bits, check_bool, check_group_size, check_int,
+from . import _limits, _missing, hip, torch_op, workspace
+from ._checks import (check_bits, check_bool, check_group_size,
                       check_w_scale_given, element_strides)
 from .bundle import Bundle
+from .weights import CHIP_FP8_FORMATS
 
 __all__ = [
     "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
@@ -131,39 +134,55 @@ def _is_torch_tensor(value):
 
 def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
                  in_type, chip_source, has_bias):
-    """The bundle's kernel, or a ValueError naming the argument at fault."""
+    """The bundle's kernel; on a miss, the one compiled into the cache when
+    that is enabled (mla_fp8._missing), else a ValueError naming the
+    argument at fault and the way forward."""
     kernel = bundle.find_kernel(chip, n, k, m, out_type=out_type,
                                 w_scale=w_scale, group_size=group_size,
                                 in_type=in_type, has_bias=has_bias)
     if kernel is not None:
         return kernel
+    name, message = _miss_reason(bundle, chip, n, k, m, out_type, w_scale,
+                                 group_size, in_type, chip_source, has_bias)
+    if chip not in CHIP_FP8_FORMATS:
+        raise ValueError(message)
+    miss = _missing.Miss(chip, n, k, group_size, in_type, out_type, w_scale,
+                         has_bias)
+    if _missing.compile_missing_enabled():
+        return _missing.find_compiled(miss, m, bundle.max_m, name)
+    raise ValueError(message + _missing.hint(bundle, miss))
+
+
+def _miss_reason(bundle, chip, n, k, m, out_type, w_scale, group_size,
+                 in_type, chip_source, has_bias):
+    """(argument, message) saying why the bundle has no kernel."""
     if chip not in bundle.chips:
-        raise ValueError(f"{chip_source}: the bundle at {bundle.directory} "
-                         f"has no kernels for {chip} (it has "
-                         f"{', '.join(bundle.chips)})")
+        return chip_source, (f"{chip_source}: the bundle at "
+                             f"{bundle.directory} has no kernels for {chip} "
+                             f"(it has {', '.join(bundle.chips)})")
     same = [c for c in bundle.kernels() if c.chip == chip and c.n == n and
             c.k == k]
     if not same:
         shapes = sorted({(c.n, c.k) for c in bundle.kernels()
                          if c.chip == chip})
-        raise ValueError(f"WQ: the bundle has no kernel for N={n}, K={k} on "
-                         f"{chip} (its (N, K) shapes: {shapes})")
+        return "WQ", (f"WQ: the bundle has no kernel for N={n}, K={k} on "
+                      f"{chip} (its (N, K) shapes: {shapes})")
     for attr, value, name in (("group_size", group_size, "group_size"),
                               ("in_type", in_type, "X"),
                               ("out_type", out_type, "dtype"),
                               ("w_scale", w_scale, "w_scale")):
         have = sorted({str(getattr(c, attr)) for c in same})
         if str(value) not in have:
-            raise ValueError(f"{name}: the bundle's kernels for N={n}, K={k} "
-                             f"on {chip} have {attr} {', '.join(have)}, not "
-                             f"{value}")
+            return name, (f"{name}: the bundle's kernels for N={n}, K={k} "
+                          f"on {chip} have {attr} {', '.join(have)}, not "
+                          f"{value}")
     if not any(c.has_bias == has_bias for c in same):
-        raise ValueError(
+        return "bias", (
             f"bias: the bundle's kernels for N={n}, K={k} on {chip} were "
-            + ("generated without a bias (mla-fp8-aot --bias adds them)"
-               if has_bias else "all generated with a bias"))
-    raise ValueError(f"WQ: the bundle has no kernel for N={n}, K={k}, "
-                     f"M={m} on {chip}")
+            + ("generated without a bias" if has_bias else
+               "all generated with a bias"))
+    return "WQ", (f"WQ: the bundle has no kernel for N={n}, K={k}, M={m} on "
+                  f"{chip} with these options")
 
 
 def _w_scale_mode(count, batch):
@@ -175,12 +194,34 @@ def _w_scale_mode(count, batch):
                      f"values (per batch), got {count}")
 
 
-def _check_common(group_size, splitK, transpose_bm, transpose_bm_in):
+def _check_common(group_size, splitK, transpose_bm, transpose_bm_in,
+                  config):
     group_size = check_group_size(group_size)
+    # AITER's wrapper asserts splitK is None too; here each kernel's split
+    # over K was fixed ahead of time by the chip's tile table.
     if splitK is not None:
-        check_int(splitK, "splitK", minimum=1)
+        raise ValueError(f"splitK: expected None, got {splitK!r} (as in "
+                         f"AITER's call: the bundle's kernels split K as "
+                         f"their tile was chosen for the chip and M)")
+    if config is not None:
+        if not isinstance(config, Mapping):
+            raise TypeError(f"config: expected None or a dict, got "
+                            f"{type(config).__name__}")
+        # Triton meta-parameters (BLOCK_SIZE_M, ...) have no meaning for
+        # kernels compiled ahead of time; say so once instead of silently.
+        warnings.warn("mla_fp8: the config argument is ignored: the bundle's "
+                      "kernels have their tiles chosen ahead of time",
+                      RuntimeWarning, stacklevel=3)
     return (group_size, check_bool(transpose_bm, "transpose_bm"),
             check_bool(transpose_bm_in, "transpose_bm_in"))
+
+
+def _bias_2d(bias):
+    """AITER's (B, 1, N) bias as the (B, N) view the kernels take."""
+    shape = getattr(bias, "shape", None)
+    if shape is not None and len(shape) == 3 and shape[1] == 1:
+        return bias[:, 0, :]
+    return bias
 
 
 def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
@@ -190,7 +231,10 @@ def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
     """Y[b] = quant(X[b]) . WQ[b]^T * w_scale (+ bias), as SPEC.md defines.
 
     Activations are quantized to fp8 per token and group of `group_size`
-    columns inside the kernel; the weights are fp8 already.
+    columns inside the kernel; the weights are fp8 already. With a torch
+    recent enough for torch.library.custom_op, torch tensors go through
+    the custom op mla_fp8::prequant_bmm (mla_fp8.torch_op), which
+    torch.compile traces; CPU tensors run on the emulator.
 
     Args:
       X: (B, M, K) activations, bf16 (or f16 where the bundle has such
@@ -202,20 +246,24 @@ def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
         batch element). numpy: anything float32 converts; torch: a device
         tensor or a Python float.
       group_size: activation quantization group; must be the bundle's.
-      bias: optional (B, N) in the output type.
+      bias: optional (B, N) or (B, 1, N) (AITER's shape), contiguous, in
+        the output type.
       dtype: output type, bfloat16 (default) or float16 (torch dtypes,
-        numpy float16 or the strings 'bf16' / 'f16'). With a torch `YQ`
-        and no `dtype`, YQ's dtype.
-      splitK: accepted for compatibility and ignored: the AOT tile table
-        chose the split per chip and M. Must be None or a positive integer.
+        numpy float16 or the strings 'bf16' / 'f16'). As in AITER, a torch
+        `YQ` is written in its own dtype, whatever `dtype` says (which
+        must still be one of these). numpy: names the format of the bits.
+      splitK: must be None, as in AITER; anything else raises ValueError
+        (the bundle's tile table chose each kernel's split per chip and M).
       YQ: optional output written in place: (B, M, N), or (M, B, N) with
         `transpose_bm`; any strides with the N stride 1 (a slice of a
         larger array works). numpy: uint16 bits.
       transpose_bm: produce Y as (M, B, N) instead of (B, M, N).
       transpose_bm_in: X is given as (M, B, K).
-      config: accepted for compatibility with the Triton call and ignored.
-      chip: the chip whose kernel runs (numpy: which chip to emulate;
-        default $MLA_FP8_EMULATE_CHIP, else gfx942; torch: default the
+      config: None, or a dict of Triton tile parameters, which are ignored
+        with a RuntimeWarning: the kernels' tiles were chosen ahead of time.
+      chip: the chip whose kernel runs (numpy and CPU tensors: which chip
+        to emulate, default $MLA_FP8_EMULATE_CHIP, else the chip of WQ's
+        fp8 dtype for CPU tensors, else gfx942; ROCm tensors: default the
         device's architecture).
 
     Returns:
@@ -226,15 +274,20 @@ def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
       BundleNotFoundError: no bundle is configured (see the module doc).
       mla_fp8.hip.HipUnavailableError: torch tensors without an AMD GPU.
     """
-    del config
     group_size, transpose_bm, transpose_bm_in = _check_common(
-        group_size, splitK, transpose_bm, transpose_bm_in)
+        group_size, splitK, transpose_bm, transpose_bm_in, config)
     if chip is not None and not isinstance(chip, str):
         raise TypeError(f"chip: expected a string such as 'gfx942', got "
                         f"{type(chip).__name__}")
+    bias = _bias_2d(bias)
     if _is_torch_tensor(X):
-        return _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ,
-                         transpose_bm, transpose_bm_in, chip)
+        # AITER writes YQ in YQ's own dtype whatever `dtype` says; `dtype`
+        # must still name a supported type.
+        _out_type(dtype)
+        if _is_torch_tensor(YQ):
+            dtype = None
+        return torch_op.call(X, WQ, w_scale, group_size, bias, dtype, YQ,
+                             transpose_bm, transpose_bm_in, chip)
     if isinstance(X, np.ndarray):
         return _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ,
                               transpose_bm, transpose_bm_in, chip)
@@ -266,13 +319,14 @@ def _shapes(x_shape, w_shape, transpose_bm_in):
 
 
 def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
-                   transpose_bm_in, chip):
-    """The numpy path: the bundle's kernel on the gfx9 emulator."""
+                   transpose_bm_in, chip, in_type="bf16", chip_source=None):
+    """The numpy path: the bundle's kernel on the gfx9 emulator. X holds
+    `in_type` bits; `chip_source` names where a given `chip` came from."""
     if chip is None:
         chip = os.environ.get("MLA_FP8_EMULATE_CHIP") or DEFAULT_EMULATE_CHIP
         chip_source = "MLA_FP8_EMULATE_CHIP"
     else:
-        chip_source = "chip"
+        chip_source = chip_source or "chip"
     check_bits(X, np.uint16, "X", ndim=None)
     check_bits(WQ, np.uint8, "WQ", ndim=None)
     batch, m, k, n = _shapes(X.shape, WQ.shape, transpose_bm_in)
@@ -327,16 +381,17 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                                "X" if YQ is None else "YQ", bias is not None)
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
-                          "bf16", chip_source, bias is not None)
+                          in_type, chip_source, bias is not None)
     _limits.check_launch(kernel, m, batch)
     Y = np.zeros(y_shape, dtype=np.uint16) if YQ is None else YQ
     if batch == 0 or m == 0:
         return Y
     y = Y.transpose(1, 0, 2) if transpose_bm else Y
     try:
-        bundle._native.run_emulated(kernel._key[0], kernel._key[1], x, WQ,
-                                    scales, None if bias is None else
-                                    np.ascontiguousarray(bias), y, 0)
+        # The kernel's own bundle: a compiled miss lives in another one.
+        kernel._bundle._native.run_emulated(
+            kernel._key[0], kernel._key[1], x, WQ, scales,
+            None if bias is None else np.ascontiguousarray(bias), y, 0)
     except RuntimeError as error:
         raise RuntimeError(f"{kernel.symbol} on the emulator: {error}") \
             from None
@@ -458,6 +513,7 @@ def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
                           in_type, chip_source, bias is not None)
+    bundle = kernel._bundle  # a compiled miss lives in a bundle of its own
     if w_name in _TORCH_FP8 and _TORCH_FP8[w_name] != kernel.fp8_type:
         raise TypeError(f"WQ: {chip} kernels take {kernel.fp8_type} weights, "
                         f"got {WQ.dtype} (see quantize_weights_for_chip)")

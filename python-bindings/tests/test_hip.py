@@ -323,7 +323,7 @@ def test_errors(fake):
     cases = [
         (ValueError, "^X: expected a tensor on a ROCm",
          dict(X=torch.Tensor((16, 3, 128), torch.bfloat16,
-                             FakeDevice("cpu", None)))),
+                             FakeDevice("xpu", 0)))),
         (TypeError, "^X: expected dtype",
          dict(X=torch.Tensor((16, 3, 128), torch.float32, dev))),
         (ValueError, "^WQ: on device",
@@ -340,7 +340,7 @@ def test_errors(fake):
          dict(X=torch.Tensor((16, 3, 128), torch.bfloat16, dev,
                              (768, 256, 2)))),
         (TypeError, "^YQ: dtype",
-         dict(YQ=torch.Tensor((16, 3, 512), torch.float16, dev),
+         dict(YQ=torch.Tensor((16, 3, 512), torch.float32, dev),
               dtype=torch.bfloat16)),
         (ValueError, "^YQ: expected shape",
          dict(YQ=torch.Tensor((3, 16, 512), torch.bfloat16, dev))),

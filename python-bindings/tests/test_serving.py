@@ -101,7 +101,7 @@ def test_gfx950_and_unavailable_options(rng):
     m = 2
     x, w, ws = operands(rng, *K_UP, m, chip="gfx950")
     y = np.zeros((B, m, K_UP[0]), np.uint16)
-    call(x, w, ws, YQ=y, chip="gfx950", splitK=4)
+    call(x, w, ws, YQ=y, chip="gfx950", splitK=None)
     assert_close(y, reference(x, w, ws, fmt="f8E4M3FN"))
     _, wb, wsb = operands(rng, *K_UP, m, per_batch=True)
     with pytest.raises(ValueError, match="^w_scale: .*per_tensor"):
@@ -189,8 +189,12 @@ def test_argument_errors(rng):
         (ValueError, "^group_size: .*power of two", dict(group_size=100)),
         (ValueError, "^group_size: .*group_size 128", dict(group_size=64)),
         (ValueError, "^dtype: expected", dict(dtype="fp32")),
-        (ValueError, "^splitK: ", dict(splitK=0)),
-        (TypeError, "^splitK: ", dict(splitK=1.5)),
+        (ValueError, "^splitK: expected None, got 4 .*AITER", dict(splitK=4)),
+        (ValueError, "^splitK: expected None", dict(splitK=1)),
+        (ValueError, "^splitK: expected None", dict(splitK=1.5)),
+        (TypeError, "^config: expected None or a dict", dict(config=[64])),
+        (ValueError, "^bias: expected 2 dimensions",
+         dict(bias=np.zeros((B, 2, 512), np.uint16))),
         (TypeError, "^transpose_bm: ", dict(transpose_bm=1)),
         (TypeError, "^transpose_bm_in: ", dict(transpose_bm_in="no")),
         (ValueError, "^bias: expected shape",
@@ -213,6 +217,15 @@ def test_argument_errors(rng):
     readonly.flags.writeable = False
     with pytest.raises(ValueError, match="^YQ: .*read-only"):
         call(x, w, ws, YQ=readonly)
+
+
+def test_config_is_ignored_with_a_warning(rng):
+    """AITER's config holds Triton tile sizes: refused silently by nothing,
+    used by nothing, and said so."""
+    x, w, ws = operands(rng, *V_UP, 3)
+    with pytest.warns(RuntimeWarning, match="config argument is ignored"):
+        y = call(x, w, ws, config={"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 64})
+    assert_close(y, reference(x, w, ws))
 
 
 def test_run_kernel_emulated(rng, session_bundle):
@@ -276,6 +289,9 @@ def test_bias(rng, n, k, bias_bundle):
     x, w, ws = operands(rng, n, k, m)
     bias = mla_fp8.to_bf16_bits(rng.standard_normal((B, n)))
     assert_close(call(x, w, ws, bias=bias), reference(x, w, ws, bias=bias))
+    # AITER's (B, 1, N) bias is the same bias.
+    assert_close(call(x, w, ws, bias=bias[:, None, :]),
+                 reference(x, w, ws, bias=bias))
     assert_close(call(x, w, ws), reference(x, w, ws))
     kernel = mla_fp8.load_bundle(bias_bundle).find_kernel(
         "gfx942", n, k, m, has_bias=True)

@@ -1,0 +1,221 @@
+"""What the drop-in call does when the bundle has no kernel for a call.
+
+By default a miss is an error: it names the missing kernel and the
+``mla-fp8-aot`` command line that generates a bundle holding it.
+
+With ``MLA_FP8_COMPILE_MISSING=1`` (or ``set_compile_missing(True)``) the
+missing kernel is compiled on first use, with a one-line RuntimeWarning, into
+a bundle of its own under the per-user cache,
+``$XDG_CACHE_HOME/mla-fp8/missing/<kernel>`` (``~/.cache/...``); later calls
+and later processes that opted in find it there without compiling. Only then
+is the compiler (``_mla_fp8_compiler``, which maps libMLIR) imported, so a
+serving process that never misses stays MLIR-free.
+"""
+
+import fcntl
+import json
+import os
+import shlex
+import shutil
+import threading
+import warnings
+from collections import namedtuple
+
+from .bundle import Bundle, BundleError
+
+__all__ = ["ENV_VAR", "set_compile_missing", "compile_missing_enabled"]
+
+#: The environment variable that opts in to compiling misses.
+ENV_VAR = "MLA_FP8_COMPILE_MISSING"
+
+#: Activation types mla-fp8-aot generates kernels for in this version.
+GENERATED_IN_TYPES = ("bf16",)
+
+_TRUE = ("1", "true", "yes", "on")
+
+_lock = threading.Lock()
+_override = None
+_compiled = {}
+
+
+class Miss(namedtuple("Miss", "chip n k group_size in_type out_type w_scale "
+                              "has_bias")):
+    """The fields that select a kernel, less M (every bundle serves all M)."""
+
+    def describe(self):
+        return (f"{self.chip} N={self.n} K={self.k} group_size="
+                f"{self.group_size} in_type={self.in_type} out_type="
+                f"{self.out_type} w_scale={self.w_scale}"
+                f"{' with bias' if self.has_bias else ''}")
+
+    def directory_name(self):
+        return (f"{self.chip}-n{self.n}-k{self.k}-g{self.group_size}-"
+                f"{self.in_type}-{self.out_type}-{self.w_scale}"
+                f"{'-bias' if self.has_bias else ''}")
+
+
+def set_compile_missing(enabled):
+    """Whether a kernel missing from the bundle is compiled on first use
+    (True), is an error (False), or as $MLA_FP8_COMPILE_MISSING says
+    (None, the default)."""
+    global _override  # pylint: disable=global-statement
+    if enabled is not None and not isinstance(enabled, bool):
+        raise TypeError(f"enabled: expected True, False or None, got "
+                        f"{type(enabled).__name__}")
+    _override = enabled
+
+
+def compile_missing_enabled():
+    """Whether misses are compiled (see set_compile_missing)."""
+    if _override is not None:
+        return _override
+    return os.environ.get(ENV_VAR, "").strip().lower() in _TRUE
+
+
+def cache_root():
+    """The per-user cache of mla-fp8, as mla-fp8-aot's default --cache-dir."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache")
+    return os.path.join(cache, "mla-fp8")
+
+
+def _manifest(bundle):
+    """The bundle's manifest.json, which its loader already checked."""
+    with open(os.path.join(bundle.directory, "manifest.json"), "rb") as f:
+        return json.load(f)
+
+
+def _model_flags(manifest):
+    """The flags that reproduce the bundle's model dimensions."""
+    model = manifest["model"]
+    if model != "custom" and not model.endswith("-custom"):
+        return [f"--model={model}"]
+    flags = [f"--model={model[:-len('-custom')]}"] if model != "custom" \
+        else []
+    return flags + [f"--heads={manifest['heads']}",
+                    f"--kv-lora-rank={manifest['kv_lora_rank']}",
+                    f"--qk-nope-head-dim={manifest['qk_nope_head_dim']}",
+                    f"--v-head-dim={manifest['v_head_dim']}"]
+
+
+def _variant_flags(miss, max_m, bias):
+    flags = [f"--max-m={max_m}",
+             f"--weight-scale={miss.w_scale.replace('_', '-')}",
+             f"--out-type={miss.out_type}",
+             f"--group-size={miss.group_size}"]
+    return flags + (["--bias"] if bias else [])
+
+
+def command(bundle, miss):
+    """The mla-fp8-aot command line that generates a bundle holding `miss`,
+    or None when this version cannot generate it.
+
+    A shape of the bundle's model regenerates the model's bundle with the
+    missing variant (chip, group size, types, bias); another shape gets a
+    bundle of its own (its kernels, and those of the (K, N) shape that the
+    tool's second projection adds).
+    """
+    if miss.in_type not in GENERATED_IN_TYPES:
+        return None
+    manifest = _manifest(bundle)
+    output = f"{bundle.directory.rstrip(os.sep)}-{miss.directory_name()}"
+    model_shapes = {
+        (manifest["kv_lora_rank"], manifest["qk_nope_head_dim"]),
+        (manifest["v_head_dim"], manifest["kv_lora_rank"])}
+    if (miss.n, miss.k) in model_shapes:
+        tp = sorted({t for chip in manifest["chips"]
+                     for kernel in chip["kernels"] for t in kernel["tp"]})
+        chips = list(bundle.chips)
+        if miss.chip not in chips:
+            chips.append(miss.chip)
+        has_bias = any(k.has_bias for k in bundle.kernels())
+        flags = (_model_flags(manifest) +
+                 [f"--tp={','.join(str(t) for t in tp)}",
+                  f"--chips={','.join(chips)}"] +
+                 _variant_flags(miss, bundle.max_m, miss.has_bias or
+                                has_bias))
+    else:
+        flags = (["--heads=1", f"--kv-lora-rank={miss.n}",
+                  f"--qk-nope-head-dim={miss.k}", f"--v-head-dim={miss.k}",
+                  "--tp=1", f"--chips={miss.chip}"] +
+                 _variant_flags(miss, bundle.max_m, miss.has_bias))
+    return shlex.join(["mla-fp8-aot", *flags, "-o", output])
+
+
+def hint(bundle, miss):
+    """The way forward appended to a miss's error message."""
+    line = command(bundle, miss)
+    if line is None:
+        return (f" (mla-fp8-aot generates {', '.join(GENERATED_IN_TYPES)} "
+                f"activation kernels only)")
+    return (f"; `{line}` generates a bundle with it, or set {ENV_VAR}=1 to "
+            f"compile it into {cache_root()}/missing on first use")
+
+
+def _load_if_complete(directory, miss):
+    if not os.path.isfile(os.path.join(directory, "manifest.json")):
+        return None
+    try:
+        bundle = Bundle(directory)
+    except BundleError:
+        # An older or damaged copy in this cache's own directory: compiled
+        # again from scratch (the generator replaces only valid bundles).
+        shutil.rmtree(directory)
+        return None
+    if bundle.find_kernel(miss.chip, miss.n, miss.k, 0,
+                          out_type=miss.out_type, w_scale=miss.w_scale,
+                          group_size=miss.group_size, in_type=miss.in_type,
+                          has_bias=miss.has_bias) is None:
+        return None
+    return bundle
+
+
+def _compile(miss, max_m, name):
+    """The bundle in the cache that holds `miss`, compiled if needed."""
+    root = os.path.join(cache_root(), "missing")
+    directory = os.path.join(root, miss.directory_name())
+    os.makedirs(root, exist_ok=True)
+    # Processes of one server (vLLM's workers) miss together: one compiles,
+    # the others wait and load its result.
+    with open(directory + ".lock", "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        bundle = _load_if_complete(directory, miss)
+        if bundle is not None:
+            return bundle
+        if miss.in_type not in GENERATED_IN_TYPES:
+            raise ValueError(f"{name}: no kernel for {miss.describe()} in "
+                             f"the bundle, and mla-fp8-aot generates "
+                             f"{', '.join(GENERATED_IN_TYPES)} activation "
+                             f"kernels only")
+        warnings.warn(f"mla_fp8: compiling the missing kernel "
+                      f"{miss.describe()} into {directory} ({ENV_VAR}=1)",
+                      RuntimeWarning, stacklevel=2)
+        from . import aot  # pylint: disable=import-outside-toplevel
+        try:
+            aot.generate_bundle(
+                directory, heads=1, kv_lora_rank=miss.n,
+                qk_nope_head_dim=miss.k, v_head_dim=miss.k, tp=[1],
+                chips=[miss.chip], max_m=max_m, weight_scale=miss.w_scale,
+                out_type=miss.out_type, group_size=miss.group_size,
+                bias=miss.has_bias, cache_dir=cache_root(), force=True)
+        except ValueError as error:
+            raise ValueError(f"{name}: no kernel for {miss.describe()} in "
+                             f"the bundle, and compiling it failed: "
+                             f"{error}") from None
+        bundle = _load_if_complete(directory, miss)
+        if bundle is None:
+            raise RuntimeError(f"{directory}: the compiled bundle has no "
+                               f"kernel for {miss.describe()}")
+        return bundle
+
+
+def find_compiled(miss, m, max_m, name):
+    """The kernel for `miss` and `m` from the cache, compiling it once."""
+    with _lock:
+        bundle = _compiled.get(miss)
+        if bundle is None:
+            bundle = _compiled[miss] = _compile(miss, max_m, name)
+    return bundle.find_kernel(miss.chip, miss.n, miss.k, m,
+                              out_type=miss.out_type, w_scale=miss.w_scale,
+                              group_size=miss.group_size,
+                              in_type=miss.in_type, has_bias=miss.has_bias)
