@@ -37,6 +37,8 @@ Modules
                ROCm: HIP) and set_bundle / get_bundle
 ``torch_op``   the torch custom op mla_fp8::prequant_bmm behind the torch
                path (registered on first use where torch has custom_op)
+``aiter_shim`` install_aiter_shim: AITER's import paths of the drop-in call
+               resolve to mla_fp8's
 
 Native parts
 ------------
@@ -64,6 +66,7 @@ from .serving import (
     batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant,
     set_bundle, get_bundle, BundleNotFoundError)
 from ._missing import set_compile_missing
+from .aiter_shim import install_aiter_shim
 from .hip import HipError, HipUnavailableError
 from .workspace import prepare
 
@@ -107,5 +110,5 @@ __all__ = [
     "run_kernel_emulated",
     "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant",
     "set_bundle", "get_bundle", "BundleNotFoundError", "set_compile_missing",
-    "HipError", "HipUnavailableError", "prepare",
+    "install_aiter_shim", "HipError", "HipUnavailableError", "prepare",
 ]

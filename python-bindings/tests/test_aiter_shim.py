@@ -1,0 +1,132 @@
+"""install_aiter_shim: AITER's two import paths give mla_fp8's function,
+without AITER and with a (fake) AITER installed."""
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+
+import mla_fp8
+from mla_fp8 import aiter_shim, serving
+
+FUNCTION = aiter_shim.FUNCTION
+FLAT, NESTED = aiter_shim.MODULES
+
+
+@pytest.fixture(autouse=True)
+def clean_aiter(monkeypatch):
+    """No aiter module before or after a test (the import system reads the
+    real sys.modules, so it is cleaned by hand)."""
+    def drop():
+        for name in [n for n in sys.modules
+                     if n == "aiter" or n.startswith("aiter.")]:
+            del sys.modules[name]
+    drop()
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    importlib.invalidate_caches()
+    yield
+    drop()
+
+
+def write_aiter(root, parent_init="", broken=False):
+    """A package laid out as AITER's: both module paths, a sibling module
+    and an `aiter/__init__.py` running `parent_init`."""
+    files = {
+        "aiter/__init__.py": ("raise ImportError('no GPU here')\n" if broken
+                              else "REAL = True\n" + parent_init),
+        "aiter/ops/__init__.py": "",
+        "aiter/ops/triton/__init__.py": "",
+        "aiter/ops/triton/other.py": "def other():\n    return 42\n",
+        "aiter/ops/triton/gemm/__init__.py": "",
+        "aiter/ops/triton/gemm/batched/__init__.py": "",
+    }
+    body = f"def {FUNCTION}(*args, **kwargs):\n    return 'triton'\n"
+    files[FLAT.replace(".", "/") + ".py"] = body
+    files[NESTED.replace(".", "/") + ".py"] = body
+    for path, text in files.items():
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+    sys.path.insert(0, str(root))
+    importlib.invalidate_caches()
+
+
+def check_both_paths():
+    """Every import form vLLM, SGLang and AITER's tests use."""
+    flat = importlib.import_module(FLAT)
+    assert getattr(flat, FUNCTION) is mla_fp8.\
+        batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant
+    exec(f"from {FLAT} import {FUNCTION} as f\n"
+         f"from {NESTED} import {FUNCTION} as g\n"
+         f"import {NESTED}\n"
+         f"from aiter.ops.triton.gemm.batched import {FUNCTION} as mod\n"
+         f"assert f is g is serving.{FUNCTION}\n"
+         f"assert {NESTED}.{FUNCTION} is f\n"
+         f"assert getattr(mod, '{FUNCTION}') is f\n", {"serving": serving})
+
+
+def test_without_aiter(rng, session_bundle, monkeypatch):
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(FLAT)
+    result = mla_fp8.install_aiter_shim()
+    assert result["modules"] == [FLAT, NESTED]
+    assert not result["aiter_installed"]
+    assert "aiter" in result["stand_ins"] and \
+        "aiter.ops.triton.gemm.batched" in result["stand_ins"]
+    check_both_paths()
+    # Nothing else of AITER appears.
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("aiter.ops.triton.other")
+    assert mla_fp8.install_aiter_shim()["stand_ins"] == []
+    # A call through AITER's path runs the bundle's kernel.
+    monkeypatch.setenv("MLA_FP8_BUNDLE", str(session_bundle))
+    serving.set_bundle(None)
+    module = importlib.import_module(NESTED)
+    x = mla_fp8.to_bf16_bits(rng.standard_normal((2, 3, 128)))
+    w, ws = mla_fp8.quantize_weights_for_chip(
+        rng.standard_normal((2, 512, 128)) * 0.1, "gfx942")
+    y = getattr(module, FUNCTION)(x, w, ws, group_size=128, splitK=None)
+    ref = mla_fp8.reference_prequant_bmm(x, w, ws, fp8_format="f8E4M3FNUZ")
+    np.testing.assert_allclose(mla_fp8.from_bf16_bits(y),
+                               mla_fp8.from_bf16_bits(ref), rtol=1e-2,
+                               atol=1e-2)
+    serving.set_bundle(None)
+
+
+def test_with_aiter_installed(tmp_path):
+    write_aiter(tmp_path)
+    result = mla_fp8.install_aiter_shim()
+    assert result["aiter_installed"] and result["stand_ins"] == []
+    check_both_paths()
+    # The rest of AITER is AITER's.
+    import aiter  # pylint: disable=import-outside-toplevel
+    assert aiter.REAL and aiter.__file__.startswith(str(tmp_path))
+    other = importlib.import_module("aiter.ops.triton.other")
+    assert other.other() == 42
+    assert mla_fp8.install_aiter_shim()["modules"] == [FLAT, NESTED]
+    check_both_paths()
+
+
+def test_aiter_module_imported_before_the_shim(tmp_path):
+    """A module object taken before installing gets the function too (a name
+    bound with `from ... import` before cannot be changed: documented)."""
+    write_aiter(tmp_path)
+    early = importlib.import_module(NESTED)
+    assert getattr(early, FUNCTION)() == "triton"
+    mla_fp8.install_aiter_shim()
+    assert getattr(early, FUNCTION) is serving.__dict__[FUNCTION]
+    check_both_paths()
+
+
+def test_aiter_whose_package_does_not_import(tmp_path):
+    """`from <path> import <function>` does not import the parents, so it
+    works even where AITER's own __init__ fails."""
+    write_aiter(tmp_path, broken=True)
+    with pytest.warns(RuntimeWarning, match="does not import"):
+        result = mla_fp8.install_aiter_shim()
+    assert result["aiter_installed"]
+    namespace = {}
+    exec(f"from {FLAT} import {FUNCTION} as f\n"
+         f"from {NESTED} import {FUNCTION} as g\n", namespace)
+    assert namespace["f"] is namespace["g"] is serving.__dict__[FUNCTION]
