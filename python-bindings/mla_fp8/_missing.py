@@ -187,10 +187,17 @@ def _compile(miss, max_m, name):
                              f"the bundle, and mla-fp8-aot generates "
                              f"{', '.join(GENERATED_IN_TYPES)} activation "
                              f"kernels only")
+        try:
+            from . import aot  # pylint: disable=import-outside-toplevel
+        except ImportError as error:
+            # A serving install without the compiler module (no MLIR).
+            raise ValueError(f"{name}: no kernel for {miss.describe()} in "
+                             f"the bundle, and {ENV_VAR}=1 needs mla_fp8's "
+                             f"compiler module, which does not import here "
+                             f"({error})") from None
         warnings.warn(f"mla_fp8: compiling the missing kernel "
                       f"{miss.describe()} into {directory} ({ENV_VAR}=1)",
                       RuntimeWarning, stacklevel=2)
-        from . import aot  # pylint: disable=import-outside-toplevel
         try:
             aot.generate_bundle(
                 directory, heads=1, kv_lora_rank=miss.n,

@@ -6,6 +6,7 @@ the per-user cache."""
 import os
 import shlex
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -166,3 +167,14 @@ def test_a_damaged_cache_entry_is_compiled_again(rng, tmp_path):
         call(x, w, ws, group_size=64)
     assert mla_fp8.load_bundle(directory).find_kernel(
         "gfx942", 512, 128, 2, group_size=64) is not None
+
+
+def test_compile_missing_without_the_compiler(rng, monkeypatch):
+    """A serving install without the compiler module says so by name."""
+    mla_fp8.set_compile_missing(True)
+    monkeypatch.delattr(mla_fp8, "aot", raising=False)
+    monkeypatch.setitem(sys.modules, "mla_fp8.aot", None)
+    x, w, ws = operands(rng, 512, 128, 1)
+    with pytest.raises(ValueError, match="^group_size: .*MLA_FP8_COMPILE_"
+                       "MISSING=1 needs mla_fp8's compiler module"):
+        call(x, w, ws, group_size=64)

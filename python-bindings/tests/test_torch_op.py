@@ -264,29 +264,66 @@ def test_fake_implementations_give_shapes_without_running(
         out_op.fake(X, WQ, WS, 128, None, out, True, False, None)
 
 
-# --- A real torch: run where it has torch.library.custom_op. ---
+# --- A real torch: CPU tensors with any version; the op where torch has
+# torch.library.custom_op. ---
 
-def real_torch():
+def real_torch(need_op):
     try:
         import torch  # pylint: disable=import-outside-toplevel,redefined-outer-name
     except ImportError as error:
         pytest.skip(f"not run: torch is not installed ({error}); the fake "
                     f"torch tests above cover the dispatch")
     reason = torch_op.unavailable_reason(torch)
-    if reason:
+    if need_op and reason:
         pytest.skip(f"not run: {reason}; the fake torch tests above cover "
                     f"the dispatch")
     return torch
 
 
-@pytest.fixture
-def real(session_bundle, monkeypatch):
-    torch = real_torch()
+def use_real_torch(monkeypatch, session_bundle, need_op):
+    torch = real_torch(need_op)
     monkeypatch.setenv("MLA_FP8_BUNDLE", str(session_bundle))
     monkeypatch.delenv("MLA_FP8_EMULATE_CHIP", raising=False)
     serving.set_bundle(None)
-    yield torch
+    return torch
+
+
+@pytest.fixture
+def real(session_bundle, monkeypatch):
+    yield use_real_torch(monkeypatch, session_bundle, True)
     serving.set_bundle(None)
+
+
+@pytest.fixture
+def real_any(session_bundle, monkeypatch):
+    yield use_real_torch(monkeypatch, session_bundle, False)
+    serving.set_bundle(None)
+
+
+def test_real_cpu_tensors_any_torch(real_any, rng):
+    """vLLM's K-up on CPU tensors: q_nope a strided (M, H, P) view of a
+    larger tensor, the weights as uint8 bits (torch 1.13 has no float8),
+    the output written into a slice of a larger tensor."""
+    torch = real_any
+    m, rope = 6, 64
+    full = mla_fp8.to_bf16_bits(rng.standard_normal((m, B, K + rope)))
+    w, ws = mla_fp8.quantize_weights_for_chip(
+        rng.standard_normal((B, N, K)) * 0.1, "gfx942")
+    X = torch.from_numpy(full.view(np.int16)).view(torch.bfloat16)[:, :, :K]
+    big = torch.zeros((m, B, N + 8), dtype=torch.bfloat16)
+    out = big[:, :, 4:N + 4]
+    got = call(X, torch.from_numpy(w), torch.from_numpy(ws), YQ=out,
+               transpose_bm=True, transpose_bm_in=True)
+    assert got is out
+    ref = mla_fp8.reference_prequant_bmm(
+        np.ascontiguousarray(full[:, :, :K].transpose(1, 0, 2)), w, ws,
+        fp8_format=FNUZ, transpose_bm=True)
+    assert_close(out.view(torch.int16).numpy().view(np.uint16), ref)
+    assert not big[:, :, :4].any() and not big[:, :, N + 4:].any()
+    Y = call(X, torch.from_numpy(w), float(ws[0]), transpose_bm_in=True)
+    assert Y.dtype == torch.bfloat16 and tuple(Y.shape) == (B, m, N)
+    assert_close(Y.view(torch.int16).numpy().view(np.uint16),
+                 ref.transpose(1, 0, 2))
 
 
 def real_operands(torch, rng, m):
@@ -307,12 +344,15 @@ def test_real_op_against_the_reference(real, rng):
         np.ascontiguousarray(x.transpose(1, 0, 2)), w, ws, fp8_format=FNUZ,
         transpose_bm=True)
     assert_close(Y.view(torch.int16).numpy().view(np.uint16), ref)
+    # opcheck's schema test compares inputs with allclose, which float8 CPU
+    # tensors lack: the weights go in as their uint8 bits.
+    bits = WQ.view(torch.uint8)
     torch.library.opcheck(torch.ops.mla_fp8.prequant_bmm.default,
-                          (X, WQ, WS, 128, None, torch.bfloat16, True, True,
+                          (X, bits, WS, 128, None, torch.bfloat16, True, True,
                            None))
     out = torch.empty((9, B, N), dtype=torch.bfloat16)
     torch.library.opcheck(torch.ops.mla_fp8.prequant_bmm_out.default,
-                          (X, WQ, WS, 128, None, out, True, True, None))
+                          (X, bits, WS, 128, None, out, True, True, None))
 
 
 def test_real_torch_compile_traces_through(real, rng):
