@@ -2,7 +2,10 @@
 
 ``batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant``
 takes the arguments of the Triton kernel it replaces and runs the bundle's
-kernel for the chip and M: no compilation ever happens at call time.
+kernel for the chip and M. Nothing is compiled at call time, unless a kernel
+missing from the bundle is, on explicit opt-in (``MLA_FP8_COMPILE_MISSING=1``,
+see mla_fp8._missing); otherwise a miss is an error naming the mla-fp8-aot
+command that generates the kernel.
 
 Where the kernel runs depends on the arrays:
 
@@ -10,9 +13,12 @@ Where the kernel runs depends on the arrays:
   format) run on the gfx9 emulator through the C++ EmulatorLauncher. The
   chip emulated is the `chip` keyword, else ``$MLA_FP8_EMULATE_CHIP``, else
   gfx942.
-* PyTorch tensors on a ROCm device run on the GPU through HIP (mla_fp8.hip),
-  on the current stream of the tensors' device. The chip is the `chip`
-  keyword, else the device's gcnArchName.
+* PyTorch tensors go through the custom op mla_fp8::prequant_bmm where
+  torch has torch.library.custom_op (mla_fp8.torch_op), directly otherwise.
+  On a ROCm device they run on the GPU through HIP (mla_fp8.hip), on the
+  current stream of the tensors' device; the chip is the `chip` keyword,
+  else the device's gcnArchName. CPU tensors run on the emulator, as numpy
+  arrays do, the chip defaulting to the one whose format WQ's fp8 dtype is.
 
 The bundle is loaded once per directory. Lookup order:
 
