@@ -6,6 +6,7 @@ run the real op (registration, fake implementation, opcheck, torch.compile).
 Elsewhere (no torch, or Debian's torch 1.13) they skip with the reason, and a
 numpy-backed fake torch module covers the same dispatch logic."""
 
+import subprocess
 import sys
 import types
 
@@ -154,6 +155,18 @@ def test_import_registers_nothing():
     assert "1.13-fake has no torch.library.custom_op" in \
         torch_op.unavailable_reason(old)
     assert torch_op.unavailable_reason(types.ModuleType("torch")) is not None
+
+
+def test_import_imports_no_torch():
+    """A fresh interpreter: importing mla_fp8 (and its shim) loads no
+    torch, so a process without torch, or with an old one, imports it."""
+    code = ("import sys, mla_fp8\n"
+            "mla_fp8.install_aiter_shim()\n"
+            "print('torch' in sys.modules)\n")
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=120, check=False)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("transpose_bm", [False, True])
