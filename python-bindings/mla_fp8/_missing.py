@@ -170,8 +170,14 @@ def _load_if_complete(directory, miss):
     return bundle
 
 
-def _compile(miss, max_m, name):
-    """The bundle in the cache that holds `miss`, compiled if needed."""
+def _cannot(argument, miss, why):
+    return ValueError(f"{argument()}: no kernel for {miss.describe()} in the "
+                      f"bundle, and {why}")
+
+
+def _compile(miss, max_m, argument):
+    """The bundle in the cache that holds `miss`, compiled if needed;
+    argument() names the argument that selected it, for errors."""
     root = os.path.join(cache_root(), "missing")
     directory = os.path.join(root, miss.directory_name())
     os.makedirs(root, exist_ok=True)
@@ -183,18 +189,16 @@ def _compile(miss, max_m, name):
         if bundle is not None:
             return bundle
         if miss.in_type not in GENERATED_IN_TYPES:
-            raise ValueError(f"{name}: no kernel for {miss.describe()} in "
-                             f"the bundle, and mla-fp8-aot generates "
-                             f"{', '.join(GENERATED_IN_TYPES)} activation "
-                             f"kernels only")
+            raise _cannot(argument, miss, f"mla-fp8-aot generates "
+                                          f"{', '.join(GENERATED_IN_TYPES)}"
+                                          f" activation kernels only")
         try:
             from . import aot  # pylint: disable=import-outside-toplevel
         except ImportError as error:
             # A serving install without the compiler module (no MLIR).
-            raise ValueError(f"{name}: no kernel for {miss.describe()} in "
-                             f"the bundle, and {ENV_VAR}=1 needs mla_fp8's "
-                             f"compiler module, which does not import here "
-                             f"({error})") from None
+            raise _cannot(argument, miss, f"{ENV_VAR}=1 needs mla_fp8's "
+                                          f"compiler module, which does not "
+                                          f"import here ({error})") from None
         warnings.warn(f"mla_fp8: compiling the missing kernel "
                       f"{miss.describe()} into {directory} ({ENV_VAR}=1)",
                       RuntimeWarning, stacklevel=2)
@@ -206,9 +210,8 @@ def _compile(miss, max_m, name):
                 out_type=miss.out_type, group_size=miss.group_size,
                 bias=miss.has_bias, cache_dir=cache_root(), force=True)
         except ValueError as error:
-            raise ValueError(f"{name}: no kernel for {miss.describe()} in "
-                             f"the bundle, and compiling it failed: "
-                             f"{error}") from None
+            raise _cannot(argument, miss,
+                          f"compiling it failed: {error}") from None
         bundle = _load_if_complete(directory, miss)
         if bundle is None:
             raise RuntimeError(f"{directory}: the compiled bundle has no "
@@ -216,12 +219,13 @@ def _compile(miss, max_m, name):
         return bundle
 
 
-def find_compiled(miss, m, max_m, name):
-    """The kernel for `miss` and `m` from the cache, compiling it once."""
+def find_compiled(miss, m, max_m, argument):
+    """The kernel for `miss` and `m` from the cache, compiling it once;
+    argument() names the argument at fault should that fail."""
     with _lock:
         bundle = _compiled.get(miss)
         if bundle is None:
-            bundle = _compiled[miss] = _compile(miss, max_m, name)
+            bundle = _compiled[miss] = _compile(miss, max_m, argument)
     return bundle.find_kernel(miss.chip, miss.n, miss.k, m,
                               out_type=miss.out_type, w_scale=miss.w_scale,
                               group_size=miss.group_size,

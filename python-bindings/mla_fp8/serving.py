@@ -148,15 +148,21 @@ def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
                                 in_type=in_type, has_bias=has_bias)
     if kernel is not None:
         return kernel
-    name, message = _miss_reason(bundle, chip, n, k, m, out_type, w_scale,
-                                 group_size, in_type, chip_source, has_bias)
+
+    def reason():
+        return _miss_reason(bundle, chip, n, k, m, out_type, w_scale,
+                            group_size, in_type, chip_source, has_bias)
+
     if chip not in CHIP_FP8_FORMATS:
-        raise ValueError(message)
+        raise ValueError(reason()[1])
     miss = _missing.Miss(chip, n, k, group_size, in_type, out_type, w_scale,
                          has_bias)
     if _missing.compile_missing_enabled():
-        return _missing.find_compiled(miss, m, bundle.max_m, name)
-    raise ValueError(message + _missing.hint(bundle, miss))
+        # Every call for a compiled miss comes here: the reason is only
+        # worked out if compiling fails.
+        return _missing.find_compiled(miss, m, bundle.max_m,
+                                      lambda: reason()[0])
+    raise ValueError(reason()[1] + _missing.hint(bundle, miss))
 
 
 def _miss_reason(bundle, chip, n, k, m, out_type, w_scale, group_size,

@@ -25,8 +25,13 @@ mla_fp8 works and torch calls run ``run`` directly.
 import os
 import sys
 import threading
+from typing import Optional
 
 import numpy as np
+
+# serving imports this module first: its attributes are read at call time.
+from . import serving
+from .weights import CHIP_FP8_FORMATS
 
 __all__ = ["register", "unavailable_reason", "run", "OP", "OUT_OP"]
 
@@ -69,8 +74,6 @@ def _dtype_name(dtype):
 
 def _define(torch):
     """Registers both ops with their fake implementations."""
-    from typing import Optional  # pylint: disable=import-outside-toplevel
-    from . import serving  # pylint: disable=import-outside-toplevel
     Tensor = torch.Tensor
 
     def y_shape(X, WQ, transpose_bm, transpose_bm_in):
@@ -163,8 +166,7 @@ def call(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         w_scale = torch.full((1,), float(w_scale), dtype=torch.float32,
                              device=X.device)
     if YQ is None:
-        from .serving import _out_type  # pylint: disable=import-outside-toplevel
-        out_dtype = (torch.float16 if _out_type(dtype) == "f16" else
+        out_dtype = (torch.float16 if serving._out_type(dtype) == "f16" else
                      torch.bfloat16)
         return op(X, WQ, w_scale, group_size, bias, out_dtype, transpose_bm,
                   transpose_bm_in, chip)
@@ -176,7 +178,6 @@ def call(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
 def run(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         transpose_bm_in, chip):
     """What the ops run: HIP for ROCm tensors, the emulator for CPU ones."""
-    from . import serving  # pylint: disable=import-outside-toplevel
     if X.device.type == "cpu":
         return _call_cpu(_torch(), X, WQ, w_scale, group_size, bias, dtype,
                          YQ, transpose_bm, transpose_bm_in, chip)
@@ -193,9 +194,6 @@ def _bits(tensor, torch, int_dtype, np_dtype):
 def _call_cpu(torch, X, WQ, w_scale, group_size, bias, dtype, YQ,
               transpose_bm, transpose_bm_in, chip):
     """CPU tensors: the bundle's kernel on the gfx9 emulator."""
-    # Imported here: serving imports this module.
-    from . import serving  # pylint: disable=import-outside-toplevel
-    from .weights import CHIP_FP8_FORMATS  # pylint: disable=import-outside-toplevel
     for name, value in (("WQ", WQ), ("w_scale", w_scale), ("bias", bias),
                         ("YQ", YQ)):
         if value is None or (name == "w_scale" and

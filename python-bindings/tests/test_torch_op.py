@@ -273,7 +273,8 @@ def test_fake_implementations_give_shapes_without_running(
         op.fake(X, WQ[:3], WS, 128, None, torch.bfloat16, False, False, None)
     out = tensor(torch, np.zeros((B, 7, N), np.uint16), "bfloat16")
     assert out_op.fake(X, WQ, WS, 128, None, out, False, False, None) is None
-    with pytest.raises(ValueError, match=r"^YQ: expected shape \(7, 16, 512\)"):
+    with pytest.raises(ValueError,
+                       match=r"^YQ: expected shape \(7, 16, 512\)"):
         out_op.fake(X, WQ, WS, 128, None, out, True, False, None)
 
 
@@ -282,7 +283,7 @@ def test_fake_implementations_give_shapes_without_running(
 
 def real_torch(need_op):
     try:
-        import torch  # pylint: disable=import-outside-toplevel,redefined-outer-name
+        import torch  # noqa: E501 pylint: disable=import-outside-toplevel,redefined-outer-name
     except ImportError as error:
         pytest.skip(f"not run: torch is not installed ({error}); the fake "
                     f"torch tests above cover the dispatch")
