@@ -19,12 +19,20 @@ mla_fp8's function, so that their code runs the bundle's kernels unchanged:
   probes for AITER that way believes it present.
 
 Installing twice changes nothing the second time.
+
+Every process, vLLM's worker processes included, can install it at start:
+``write_pth(directory=None)`` writes ``mla_fp8_aiter.pth`` into the
+interpreter's site-packages (or `directory`). Its one line installs the shim
+when ``MLA_FP8_REPLACE_AITER=1`` is set, before any module of the program is
+imported; without the variable it only reads the environment.
 """
 
 import importlib
 import importlib.machinery
 import importlib.util
+import os
 import sys
+import sysconfig
 import threading
 import types
 import warnings
@@ -32,7 +40,22 @@ import warnings
 from .serving import \
     batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant as _call  # noqa: E501
 
-__all__ = ["install_aiter_shim", "FUNCTION", "MODULES"]
+__all__ = ["install_aiter_shim", "install_from_environment", "write_pth",
+           "FUNCTION", "MODULES", "ENV_VAR"]
+
+#: The environment variable that installs the shim in every process that
+#: has the .pth file of write_pth().
+ENV_VAR = "MLA_FP8_REPLACE_AITER"
+
+PTH_NAME = "mla_fp8_aiter.pth"
+
+_TRUE = ("1", "true", "yes", "on")
+
+# site.py runs a .pth line that starts with "import"; this one imports
+# mla_fp8 only when the variable asks for it.
+_PTH_LINE = (f"import os; os.environ.get('{ENV_VAR}', '').strip().lower() in "
+             f"{_TRUE!r} and __import__('mla_fp8.aiter_shim', fromlist=['_'])"
+             f".install_from_environment()\n")
 
 #: The function's name in AITER.
 FUNCTION = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"  # noqa: E501
@@ -138,3 +161,28 @@ def install_aiter_shim():
                     parent = module
         return {"modules": list(MODULES), "aiter_installed": installed,
                 "stand_ins": stand_ins}
+
+
+def install_from_environment():
+    """install_aiter_shim() when $MLA_FP8_REPLACE_AITER is 1 (or true, yes,
+    on); returns its result, or None when the variable is not set."""
+    if os.environ.get(ENV_VAR, "").strip().lower() not in _TRUE:
+        return None
+    return install_aiter_shim()
+
+
+def write_pth(directory=None):
+    """Writes mla_fp8_aiter.pth into `directory` (default: this
+    interpreter's site-packages) and returns its path. Processes started
+    with $MLA_FP8_REPLACE_AITER=1 then install the shim first thing;
+    mla_fp8 must be importable there (installed, or on PYTHONPATH)."""
+    if directory is None:
+        directory = sysconfig.get_paths()["purelib"]
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(f"directory: {directory} is not a directory")
+    path = os.path.join(directory, PTH_NAME)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(_PTH_LINE)
+    return path
+

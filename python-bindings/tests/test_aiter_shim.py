@@ -2,6 +2,8 @@
 without AITER and with a (fake) AITER installed."""
 
 import importlib
+import os
+import subprocess
 import sys
 
 import numpy as np
@@ -130,3 +132,31 @@ def test_aiter_whose_package_does_not_import(tmp_path):
     exec(f"from {FLAT} import {FUNCTION} as f\n"
          f"from {NESTED} import {FUNCTION} as g\n", namespace)
     assert namespace["f"] is namespace["g"] is serving.__dict__[FUNCTION]
+
+
+@pytest.mark.parametrize("value", ["1", ""], ids=["set", "unset"])
+def test_pth_installs_the_shim_in_new_processes(tmp_path, value):
+    """What a vLLM worker process sees: the .pth line runs at start-up
+    (site.addsitedir processes it as site.py does site-packages), before the
+    program's first `from aiter... import`."""
+    site_dir = tmp_path / "site-packages"
+    site_dir.mkdir()
+    path = aiter_shim.write_pth(site_dir)
+    assert path == str(site_dir / aiter_shim.PTH_NAME)
+    code = ("import site, sys\n"
+            f"site.addsitedir({str(site_dir)!r})\n"
+            "print('mla_fp8' in sys.modules)\n"
+            "try:\n"
+            f"    from {NESTED} import {FUNCTION} as f\n"
+            "    print(f.__module__)\n"
+            "except ModuleNotFoundError as error:\n"
+            "    print('missing', error.name)\n")
+    env = dict(os.environ, **{aiter_shim.ENV_VAR: value})
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=120, check=False, env=env)
+    assert child.returncode == 0 and not child.stderr, child.stderr
+    expected = (["True", "mla_fp8.serving"] if value else
+                ["False", "missing aiter"])
+    assert child.stdout.split("\n")[:2] == expected
+    with pytest.raises(FileNotFoundError, match="^directory: "):
+        aiter_shim.write_pth(tmp_path / "none")
