@@ -49,6 +49,9 @@ _explicit = None
 _bundles = {}
 
 _TORCH_HALF = {"bfloat16": "bf16", "float16": "f16"}
+#: A numpy X's dtype names its kernel's in_type: numpy has float16 but no
+#: bfloat16, so uint16 arrays hold bf16 bits.
+_NUMPY_HALF = {"uint16": "bf16", "float16": "f16"}
 _TORCH_FP8 = {"float8_e4m3fnuz": "f8E4M3FNUZ", "float8_e4m3fn": "f8E4M3FN"}
 
 
@@ -273,7 +276,10 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         chip_source = "MLA_FP8_EMULATE_CHIP"
     else:
         chip_source = "chip"
-    check_bits(X, np.uint16, "X", ndim=None)
+    in_type = _NUMPY_HALF.get(X.dtype.name)
+    if in_type is None:
+        raise TypeError(f"X: expected dtype uint16 (bf16 bits) or float16, "
+                        f"got {X.dtype.name}")
     check_bits(WQ, np.uint8, "WQ", ndim=None)
     batch, m, k, n = _shapes(X.shape, WQ.shape, transpose_bm_in)
     # Sizes first: nothing below allocates or launches beyond the bounds.
@@ -327,12 +333,13 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                                "X" if YQ is None else "YQ", bias is not None)
     bundle = get_bundle()
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
-                          "bf16", chip_source, bias is not None)
+                          in_type, chip_source, bias is not None)
     _limits.check_launch(kernel, m, batch)
     Y = np.zeros(y_shape, dtype=np.uint16) if YQ is None else YQ
     if batch == 0 or m == 0:
         return Y
     y = Y.transpose(1, 0, 2) if transpose_bm else Y
+    x = x.view(np.uint16)
     try:
         bundle._native.run_emulated(kernel._key[0], kernel._key[1], x, WQ,
                                     scales, None if bias is None else
