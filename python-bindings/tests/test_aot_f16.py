@@ -10,6 +10,7 @@ import pytest
 import mla_fp8
 
 CHIPS = (("gfx942", "f8E4M3FNUZ"), ("gfx950", "f8E4M3FN"))
+call = mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant  # noqa: E501
 
 
 def _within_one_ulp(got_bits, ref_bits):
@@ -36,8 +37,8 @@ def test_float16_x_runs_the_f16_kernel(session_bundle, rng, chip, fp8, m):
     x = rng.standard_normal((m, b, k)).astype(np.float16)
     wq, w_scale = mla_fp8.quantize_weights_for_chip(
         rng.standard_normal((b, n, k)) * 0.05, chip)
-    y = mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
-        x, wq, w_scale, transpose_bm_in=True, transpose_bm=True, chip=chip)
+    y = call(x, wq, w_scale, transpose_bm_in=True, transpose_bm=True,
+             chip=chip)
     ref = mla_fp8.reference_prequant_bmm(
         x.view(np.uint16).transpose(1, 0, 2), wq, w_scale, fp8_format=fp8,
         in_type="f16", transpose_bm=True)
@@ -56,9 +57,7 @@ def test_float16_nan_and_inf_rows(session_bundle, rng, chip, fp8):
     x[1, 2, 300] = np.inf
     wq, w_scale = mla_fp8.quantize_weights_for_chip(
         rng.standard_normal((b, n, k)) * 0.05, chip)
-    y = mla_fp8.from_bf16_bits(
-        mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
-            x, wq, w_scale, chip=chip))
+    y = mla_fp8.from_bf16_bits(call(x, wq, w_scale, chip=chip))
     nan_rows = np.isnan(y).all(axis=2)
     expected = np.zeros((b, m), dtype=bool)
     expected[0, 0] = expected[1, 2] = True
@@ -79,8 +78,7 @@ def test_bf16_and_f16_kernels_differ(session_bundle, rng):
         rng.standard_normal((16, 512, 128)) * 0.05, "gfx942")
     for x, in_type in ((mla_fp8.to_bf16_bits(values), "bf16"),
                        (values.astype(np.float16), "f16")):
-        y = mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
-            x, wq, w_scale, chip="gfx942")
+        y = call(x, wq, w_scale, chip="gfx942")
         ref = mla_fp8.reference_prequant_bmm(
             x.view(np.uint16), wq, w_scale, fp8_format="f8E4M3FNUZ",
             in_type=in_type)
@@ -97,8 +95,7 @@ def test_float16_x_without_f16_kernels(tmp_path, rng):
     x = rng.standard_normal((16, 2, 128)).astype(np.float16)
     wq = np.zeros((16, 512, 128), dtype=np.uint8)
     with pytest.raises(ValueError, match="^X: .*in_type bf16, not f16"):
-        mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
-            x, wq, 1.0, chip="gfx942")
+        call(x, wq, 1.0, chip="gfx942")
 
 
 def test_generate_bundle_in_types_and_version(tmp_path):
@@ -132,20 +129,20 @@ def test_compile_spec_in_type_and_version():
     assert result["code_object_version"] == 6
 
 
-@pytest.mark.parametrize("call", [
+@pytest.mark.parametrize("generate", [
     lambda: mla_fp8.generate_bundle("/nonexistent/x", in_type=["bf16", "f32"]),
     lambda: mla_fp8.compile_spec(512, 128, "gfx942", in_type="f32"),
 ])
-def test_bad_in_type(call):
+def test_bad_in_type(generate):
     with pytest.raises(ValueError, match="in_type"):
-        call()
+        generate()
 
 
-@pytest.mark.parametrize("call", [
+@pytest.mark.parametrize("generate", [
     lambda: mla_fp8.generate_bundle("/nonexistent/x", code_object_version=4),
     lambda: mla_fp8.compile_spec(512, 128, "gfx942", code_object_version=7),
 ])
-def test_bad_code_object_version(call):
+def test_bad_code_object_version(generate):
     with pytest.raises(ValueError, match=r"^code_object_version must be 5 "
                                          r"\(ROCm 6.0 and later\) or 6"):
-        call()
+        generate()
