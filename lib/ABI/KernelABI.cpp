@@ -144,8 +144,10 @@ int64_t kernel_abi::getLDSBytes(int64_t blockM, int64_t groupSize) {
 
 std::string kernel_abi::getKernelSymbol(const KernelNameFields &f) {
   std::string name = "mla_fp8_n" + std::to_string(f.n) + "_k" +
-                     std::to_string(f.k) + "_g" + std::to_string(f.groupSize) +
-                     "_" + f.outType;
+                     std::to_string(f.k) + "_g" + std::to_string(f.groupSize);
+  if (f.inType != "bf16")
+    name += "_x" + f.inType;
+  name += "_" + f.outType;
   if (f.perBatchScale)
     name += "_pb";
   if (f.hasBias)

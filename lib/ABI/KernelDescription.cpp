@@ -59,6 +59,7 @@ KernelNameFields kernel_abi::getNameFields(const KernelDescription &d,
   fields.n = d.n;
   fields.k = d.k;
   fields.groupSize = d.groupSize;
+  fields.inType = d.inType;
   fields.outType = d.outType;
   fields.perBatchScale = d.weightScale == WeightScaleMode::PerBatch;
   fields.hasBias = d.hasBias;

@@ -45,12 +45,20 @@ llvm::StringRef mlir::mlafp8::getCompilerVersion() {
 }
 
 /// Fills each kernel's metadata and instruction statistics from the code
-/// object itself, so that cached and fresh bundles are described alike.
-static llvm::Error describeKernels(ChipBundle &bundle) {
+/// object itself, so that cached and fresh bundles are described alike, and
+/// checks that its code-object version is the one asked for.
+static llvm::Error describeKernels(ChipBundle &bundle,
+                                   unsigned codeObjectVersion) {
   llvm::Expected<CodeObjectMetadata> metadata =
       readCodeObjectMetadata(bundle.codeObject);
   if (!metadata)
     return metadata.takeError();
+  bundle.codeObjectVersion = metadata->codeObjectVersion;
+  if (bundle.codeObjectVersion != codeObjectVersion)
+    return makeError(llvm::formatv("code object for {0} is v{1}, v{2} was "
+                                   "asked for",
+                                   bundle.chip, bundle.codeObjectVersion,
+                                   codeObjectVersion));
   for (BundleKernel &kernel : bundle.kernels) {
     const KernelMetadata *md = metadata->findKernel(kernel.symbol);
     if (!md)
@@ -113,6 +121,16 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   for (const KernelGroupSpec &group : groups)
     if (group.kernel.chip == chipName)
       chipGroups.push_back(&group);
+  // One code object links every group: they must agree on its version.
+  unsigned codeObjectVersion = chipGroups.empty()
+                                   ? kDefaultCodeObjectVersion
+                                   : chipGroups.front()->codeObjectVersion;
+  for (const KernelGroupSpec *group : chipGroups)
+    if (group->codeObjectVersion != codeObjectVersion)
+      return makeError(llvm::formatv(
+          "the kernel groups of {0} ask for code-object versions {1} and {2}; "
+          "one code object has one version",
+          chipName, codeObjectVersion, group->codeObjectVersion));
   // The kernels the tile table gives: what a cache entry must list and what
   // the compilation must define.
   llvm::Expected<std::vector<BundleKernel>> planned =
@@ -130,7 +148,7 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
       cached.kernels = *planned;
       cached.cacheKey = key;
       cached.fromCache = true;
-      if (llvm::Error err = describeKernels(cached)) {
+      if (llvm::Error err = describeKernels(cached, codeObjectVersion)) {
         discardCacheEntry(options.cacheDir, key, llvm::toString(std::move(err)),
                           chipName, options.onWarning);
       } else {
@@ -165,6 +183,7 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   std::vector<Lowered> lowered(chipGroups.size());
   auto stepName = [&](const KernelGroupSpec &group) {
     return chipName.str() + " " + group.projection +
+           (group.kernel.inType == "bf16" ? "" : " " + group.kernel.inType) +
            (group.kernel.hasBias ? " bias" : "");
   };
   auto lower = [&](size_t i) {
@@ -234,7 +253,7 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   bundle.codeObject = std::move(*codeObject);
   if (onStep)
     onStep(chipName.str() + " code object", 1, /*cached=*/false);
-  if (llvm::Error err = describeKernels(bundle))
+  if (llvm::Error err = describeKernels(bundle, codeObjectVersion))
     return std::move(err);
   // A cache that cannot be written costs speed, not the run: warn once.
   if (!options.cacheDir.empty() &&

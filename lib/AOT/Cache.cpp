@@ -46,15 +46,17 @@ const std::string &mlir::mlafp8::getCompilerFingerprint() {
 // Batches and TP degrees are left out on purpose: B is a run-time value, so
 // they change neither the code nor the entry's index. A new group field must
 // be added to serializeGroupForCache, or here with a reason.
-static_assert(kernel_abi::detail::countAggregateFields<KernelGroupSpec>() == 6,
+static_assert(kernel_abi::detail::countAggregateFields<KernelGroupSpec>() == 7,
               "a KernelGroupSpec field is new: decide whether it changes the "
               "code and add it to serializeGroupForCache");
 
 std::string mlir::mlafp8::serializeGroupForCache(const KernelGroupSpec &group) {
-  std::string text =
-      llvm::formatv("projection={0} max_m={1} kernel={2}", group.projection,
-                    group.maxM, kernel_abi::serialize(group.kernel))
-          .str();
+  std::string text = llvm::formatv("projection={0} max_m={1} kernel={2} "
+                                   "code_object_version={3}",
+                                   group.projection, group.maxM,
+                                   kernel_abi::serialize(group.kernel),
+                                   group.codeObjectVersion)
+                         .str();
   // Explicit tiles (never in bundles, so their keys stay as they were).
   for (const TileConfig &t : group.tiles)
     text += llvm::formatv(" tile={0}-{1}:{2}x{3}x{4}:{5}:{6}:{7}:{8}", t.minM,

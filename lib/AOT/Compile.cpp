@@ -102,7 +102,8 @@ mlir::mlafp8::compileKernelGroup(const KernelGroupSpec &spec,
     return makeError("lowering " + spec.getBaseName() +
                      " produced no gpu.module");
   FailureOr<std::unique_ptr<llvm::Module>> llvmModule =
-      translateGPUModuleToLLVMIR(gpuModule, llvmContext);
+      translateGPUModuleToLLVMIR(gpuModule, llvmContext,
+                                 spec.codeObjectVersion);
   if (failed(llvmModule))
     return makeError("translating " + spec.getBaseName() +
                      " to LLVM IR failed:\n" + diagnostics);

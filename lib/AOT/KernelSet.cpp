@@ -18,13 +18,14 @@ static llvm::Error makeError(const llvm::Twine &message) {
 }
 
 std::string KernelGroupSpec::getBaseName() const {
-  return llvm::formatv("mla_fp8_{0}_n{1}_k{2}_g{3}_{4}_{5}{6}_{7}", projection,
-                       kernel.n, kernel.k, kernel.groupSize, kernel.outType,
-                       kernel.weightScale ==
-                               kernel_abi::WeightScaleMode::PerTensor
-                           ? "pt"
-                           : "pb",
-                       kernel.hasBias ? "_bias" : "", kernel.chip)
+  std::string inType = kernel.inType == "bf16" ? "" : "_x" + kernel.inType;
+  return llvm::formatv(
+             "mla_fp8_{0}_n{1}_k{2}_g{3}{8}_{4}_{5}{6}_{7}", projection,
+             kernel.n, kernel.k, kernel.groupSize, kernel.outType,
+             kernel.weightScale == kernel_abi::WeightScaleMode::PerTensor
+                 ? "pt"
+                 : "pb",
+             kernel.hasBias ? "_bias" : "", kernel.chip, inType)
       .str();
 }
 
@@ -50,38 +51,45 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
       {"k_up", dims.kvLoraRank, dims.qkNopeHeadDim},
       {"v_up", dims.vHeadDim, dims.kvLoraRank}};
 
+  // Each chip, activation type and epilogue once, in the order given.
+  auto unique = [](const std::vector<std::string> &names) {
+    std::vector<llvm::StringRef> kept;
+    for (const std::string &name : names)
+      if (!llvm::is_contained(kept, name))
+        kept.push_back(name);
+    return kept;
+  };
+  std::vector<bool> biases = {false};
+  if (options.bias)
+    biases.push_back(true);
   std::vector<KernelGroupSpec> groups;
-  std::vector<llvm::StringRef> chips;
-  for (const std::string &chipName : options.chips) {
-    if (llvm::is_contained(chips, chipName))
-      continue;
-    chips.push_back(chipName);
-    for (bool bias : {false, true}) {
-      if (bias && !options.bias)
-        continue;
-      for (const Projection &projection : projections) {
-        KernelGroupSpec spec;
-        spec.projection = projection.name;
-        spec.batches = batches;
-        spec.tp = degrees;
-        spec.kernel.chip = chipName;
-        spec.kernel.n = projection.n;
-        spec.kernel.k = projection.k;
-        spec.kernel.groupSize = options.groupSize;
-        spec.kernel.fp8Type = lookupChip(chipName)->fp8E4M3TypeName.str();
-        spec.kernel.outType = options.outType;
-        spec.kernel.weightScale = options.weightScale;
-        spec.kernel.hasBias = bias;
-        spec.maxM = options.maxM;
-        // The tile table decides what it supports (group sizes, for one):
-        // asking it now fails before anything is compiled.
-        if (llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(spec);
-            !tiles)
-          return tiles.takeError();
-        groups.push_back(std::move(spec));
-      }
-    }
-  }
+  for (llvm::StringRef chipName : unique(options.chips))
+    for (llvm::StringRef inType : unique(options.inTypes))
+      for (bool bias : biases)
+        for (const Projection &projection : projections) {
+          KernelGroupSpec spec;
+          spec.projection = projection.name;
+          spec.batches = batches;
+          spec.tp = degrees;
+          spec.kernel.chip = chipName.str();
+          spec.kernel.n = projection.n;
+          spec.kernel.k = projection.k;
+          spec.kernel.groupSize = options.groupSize;
+          spec.kernel.inType = inType.str();
+          spec.kernel.fp8Type = lookupChip(chipName)->fp8E4M3TypeName.str();
+          spec.kernel.outType = options.outType;
+          spec.kernel.weightScale = options.weightScale;
+          spec.kernel.hasBias = bias;
+          spec.maxM = options.maxM;
+          spec.codeObjectVersion = options.codeObjectVersion;
+          // The tile table decides what it supports (group sizes, for one):
+          // asking it now fails before anything is compiled.
+          if (llvm::Expected<SmallVector<TileConfig>> tiles =
+                  getGroupTiles(spec);
+              !tiles)
+            return tiles.takeError();
+          groups.push_back(std::move(spec));
+        }
   return groups;
 }
 

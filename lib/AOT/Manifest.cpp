@@ -131,6 +131,7 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
         {"code_object", chip.chip + ".hsaco"},
         {"sha256", chip.contentHash},
         {"bytes", static_cast<int64_t>(chip.codeObject.size())},
+        {"code_object_version", chip.codeObjectVersion},
         {"kernels", std::move(kernels)}});
   }
   llvm::json::Object root{{"schema_version", kManifestSchemaVersion},
@@ -176,6 +177,7 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
         "  const char *symbol;\n"
         "  const char *projection;  /* \"k_up\" or \"v_up\" */\n"
         "  int32_t n, k, group_size;\n"
+        "  const char *in_type;     /* activations: \"bf16\" or \"f16\" */\n"
         "  const char *fp8_type, *out_type, *w_scale;\n"
         "  int32_t min_m, max_m;    /* max_m 0: no upper bound */\n"
         "  int32_t block_m, block_n, split_k, workgroup_size;\n"
@@ -191,16 +193,16 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
     for (const BundleKernel &k : chip.kernels) {
       const kernel_abi::KernelDescription &g = k.group.kernel;
       os << llvm::formatv(
-          "  {\"{0}\", \"{1}\", \"{2}\", {3}, {4}, {5}, \"{6}\", \"{7}\", "
-          "\"{8}\", {9}, {10}, {11}, {12}, {13}, {14}, {15}u, {16}u, "
-          "{17}u, {18}},\n",
+          "  {\"{0}\", \"{1}\", \"{2}\", {3}, {4}, {5}, \"{19}\", \"{6}\", "
+          "\"{7}\", \"{8}\", {9}, {10}, {11}, {12}, {13}, {14}, {15}u, "
+          "{16}u, {17}u, {18}},\n",
           chip.chip, k.symbol, k.group.projection, g.n, g.k, g.groupSize,
           g.fp8Type, g.outType,
           llvm::StringRef(kernel_abi::stringifyWeightScaleMode(g.weightScale)),
           k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
           kernel_abi::getWorkgroupSize(getLaunchShape(k))[0],
           k.metadata.groupSegmentFixedSize, k.metadata.kernargSegmentSize,
-          getWorkspaceBytesPerBlock(k), g.hasBias ? 1 : 0);
+          getWorkspaceBytesPerBlock(k), g.hasBias ? 1 : 0, g.inType);
       ++count;
     }
   os << "};\n\nenum { mla_fp8_num_kernels = " << count

@@ -46,6 +46,22 @@ static llvm::Error checkKernelFields(int64_t maxM, int64_t groupSize,
   return llvm::Error::success();
 }
 
+/// Checks an activation type, by its manifest key.
+static llvm::Error checkInType(const std::string &inType) {
+  if (inType != "bf16" && inType != "f16")
+    return makeError("in_type must be bf16 or f16, got '" + inType + "'");
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::mlafp8::checkCodeObjectVersion(int64_t version) {
+  if (version != 5 && version != 6)
+    return makeError(llvm::formatv("code_object_version must be 5 (ROCm 6.0 "
+                                   "and later) or 6 (ROCm 6.3 and later), "
+                                   "got {0}",
+                                   version));
+  return llvm::Error::success();
+}
+
 llvm::Error
 mlir::mlafp8::checkKernelDescription(const kernel_abi::KernelDescription &d,
                                      int64_t maxM) {
@@ -58,8 +74,8 @@ mlir::mlafp8::checkKernelDescription(const kernel_abi::KernelDescription &d,
   if (d.groupSize < 1)
     return makeError(
         llvm::formatv("group_size must be at least 1, got {0}", d.groupSize));
-  if (d.inType != "bf16" && d.inType != "f16")
-    return makeError("in_type must be bf16 or f16, got '" + d.inType + "'");
+  if (llvm::Error error = checkInType(d.inType))
+    return error;
   return checkKernelFields(maxM, d.groupSize, d.outType);
 }
 
@@ -73,6 +89,13 @@ llvm::Error mlir::mlafp8::checkKernelSetOptions(const KernelSetOptions &o) {
     if (llvm::Error error = checkDimension(name, value))
       return error;
   if (llvm::Error error = checkKernelFields(o.maxM, o.groupSize, o.outType))
+    return error;
+  if (o.inTypes.empty())
+    return makeError("no in_type given");
+  for (const std::string &inType : o.inTypes)
+    if (llvm::Error error = checkInType(inType))
+      return error;
+  if (llvm::Error error = checkCodeObjectVersion(o.codeObjectVersion))
     return error;
   if (o.chips.empty())
     return makeError("no chip given");
@@ -136,6 +159,12 @@ mlir::mlafp8::resolveKernelSetOptions(const KernelSetRequest &request) {
                      request.weightScale + "'");
   options.weightScale = *weightScale;
   options.outType = request.outType;
+  if (!request.inTypes.empty())
+    options.inTypes = request.inTypes;
+  // Checked before narrowing, so that 2^32 + 5 is not taken for 5.
+  if (llvm::Error error = checkCodeObjectVersion(request.codeObjectVersion))
+    return std::move(error);
+  options.codeObjectVersion = unsigned(request.codeObjectVersion);
   options.groupSize = request.groupSize;
   options.bias = request.bias;
   if (llvm::Error err = checkKernelSetOptions(options))

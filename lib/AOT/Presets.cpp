@@ -6,14 +6,14 @@
 
 using namespace mlir::mlafp8;
 
-// heads, kv_lora_rank, qk_nope_head_dim, v_head_dim as the models' configs
-// publish them.
+// heads, kv_lora_rank, qk_nope_head_dim, v_head_dim and torch_dtype as the
+// models' configs publish them (every one says bfloat16).
 static const ModelPreset kPresets[] = {
-    {"deepseek-v2-lite", {16, 512, 128, 128}},
-    {"deepseek-v2", {128, 512, 128, 128}},
-    {"deepseek-v3", {128, 512, 128, 128}},
-    {"deepseek-r1", {128, 512, 128, 128}},
-    {"kimi-k2", {64, 512, 128, 128}},
+    {"deepseek-v2-lite", {16, 512, 128, 128}, "bf16"},
+    {"deepseek-v2", {128, 512, 128, 128}, "bf16"},
+    {"deepseek-v3", {128, 512, 128, 128}, "bf16"},
+    {"deepseek-r1", {128, 512, 128, 128}, "bf16"},
+    {"kimi-k2", {64, 512, 128, 128}, "bf16"},
 };
 
 llvm::ArrayRef<ModelPreset> mlir::mlafp8::getModelPresets() { return kPresets; }
@@ -22,6 +22,16 @@ const ModelPreset *mlir::mlafp8::lookupModelPreset(llvm::StringRef name) {
   const ModelPreset *it = llvm::find_if(
       kPresets, [&](const ModelPreset &p) { return p.name == name; });
   return it == std::end(kPresets) ? nullptr : it;
+}
+
+std::string mlir::mlafp8::describeModelPresets(llvm::StringRef separator) {
+  std::string text;
+  for (const ModelPreset &preset : kPresets) {
+    if (&preset != kPresets)
+      text += separator;
+    text += preset.name.str() + " (" + preset.usualInType.str() + ")";
+  }
+  return text;
 }
 
 std::string mlir::mlafp8::describeUnknownModel(llvm::StringRef name) {

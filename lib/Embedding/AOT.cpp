@@ -58,6 +58,10 @@ embedding::compileSpec(const CompileSpecOptions &o) {
     result.error = llvm::toString(std::move(error));
     return result;
   }
+  if (llvm::Error error = checkCodeObjectVersion(o.codeObjectVersion)) {
+    result.error = llvm::toString(std::move(error));
+    return result;
+  }
   const ChipInfo *chip = lookupChip(o.kernel.chip);
   KernelGroupSpec spec;
   spec.projection = o.projection;
@@ -66,6 +70,7 @@ embedding::compileSpec(const CompileSpecOptions &o) {
   if (spec.kernel.fp8Type.empty())
     spec.kernel.fp8Type = chip->fp8E4M3TypeName.str();
   spec.maxM = o.maxM;
+  spec.codeObjectVersion = unsigned(o.codeObjectVersion);
   result.kernel = spec.kernel;
   llvm::Expected<CompiledCodeObject> compiled =
       compileKernelGroupToCodeObject(spec, o.withIsa);

@@ -101,6 +101,19 @@ static llvm::Error loadCodeObject(ManifestReader &r, llvm::StringRef dir,
                metadata.processor + "'");
     return r.takeError();
   }
+  // Bundles written before the field existed do not have it; the version
+  // is then the ELF header's alone.
+  if (chip.codeObjectVersion != 0 &&
+      chip.codeObjectVersion != metadata.codeObjectVersion) {
+    r.fail(ManifestReader::join(path, "code_object_version"),
+           llvm::formatv("{0}, but {1} is code object v{2} (ELF ABI version "
+                         "{3})",
+                         chip.codeObjectVersion, chip.codeObjectFile,
+                         metadata.codeObjectVersion,
+                         metadata.codeObjectVersion - 2));
+    return r.takeError();
+  }
+  chip.codeObjectVersion = metadata.codeObjectVersion;
   chip.codeObject = std::make_shared<const std::string>(std::move(*data));
   return llvm::Error::success();
 }
@@ -163,6 +176,9 @@ mlir::mlafp8::runtime::loadBundleFromManifest(llvm::StringRef dir,
     chip.codeObjectFile = r.getString(*o, "code_object", path);
     chip.sha256 = r.getString(*o, "sha256", path);
     int64_t bytes = r.getInt(*o, "bytes", path, 1, kMaxCodeObjectBytes);
+    if (o->get("code_object_version"))
+      chip.codeObjectVersion =
+          unsigned(r.getInt(*o, "code_object_version", path, 5, 6));
     const json::Array *kernels =
         r.getArray(*o, "kernels", path, kMaxManifestKernelsPerChip);
     if (r.failed())

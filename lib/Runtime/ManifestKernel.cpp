@@ -71,9 +71,9 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
   if (!r.failed() && (e.groupSize & (e.groupSize - 1)))
     r.fail(R::join(path, "group_size"),
            llvm::formatv("expected a power of two, got {0}", e.groupSize));
-  // The generator emits bf16 activations only, and the symbol does not name
-  // the input type: a kernel claiming another would run on the wrong bits.
-  e.inType = r.getChoice(o, "in_type", path, {"bf16"});
+  // The symbol names the input type (checkKernelFields), so an entry whose
+  // in_type contradicts its code is refused there.
+  e.inType = r.getChoice(o, "in_type", path, {"bf16", "f16"});
   e.fp8Type = r.getString(o, "fp8_type", path);
   e.outType = r.getChoice(o, "out_type", path, {"bf16", "f16"});
   e.weightScale =
@@ -271,9 +271,12 @@ void runtime::checkKernelFields(ManifestReader &r, const std::string &path,
     };
     if (blame("has_bias", [](auto &f) { f.hasBias = !f.hasBias; }) ||
         blame("w_scale", [](auto &f) { f.perBatchScale = !f.perBatchScale; }) ||
-        blame("out_type", [](auto &f) {
-          f.outType = f.outType == "bf16" ? "f16" : "bf16";
-        }))
+        blame("out_type",
+              [](auto &f) {
+                f.outType = f.outType == "bf16" ? "f16" : "bf16";
+              }) ||
+        blame("in_type",
+              [](auto &f) { f.inType = f.inType == "bf16" ? "f16" : "bf16"; }))
       return;
     r.fail(R::join(path, "symbol"),
            "'" + e.symbol + "' is not the kernel the entry's fields name ('" +

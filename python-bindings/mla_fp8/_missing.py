@@ -29,7 +29,7 @@ __all__ = ["ENV_VAR", "set_compile_missing", "compile_missing_enabled"]
 ENV_VAR = "MLA_FP8_COMPILE_MISSING"
 
 #: Activation types mla-fp8-aot generates kernels for in this version.
-GENERATED_IN_TYPES = ("bf16",)
+GENERATED_IN_TYPES = ("bf16", "f16")
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -102,7 +102,8 @@ def _variant_flags(miss, max_m, bias):
     flags = [f"--max-m={max_m}",
              f"--weight-scale={miss.w_scale.replace('_', '-')}",
              f"--out-type={miss.out_type}",
-             f"--group-size={miss.group_size}"]
+             f"--group-size={miss.group_size}",
+             f"--in-type={miss.in_type}"]
     return flags + (["--bias"] if bias else [])
 
 
@@ -208,7 +209,8 @@ def _compile(miss, max_m, argument):
                 qk_nope_head_dim=miss.k, v_head_dim=miss.k, tp=[1],
                 chips=[miss.chip], max_m=max_m, weight_scale=miss.w_scale,
                 out_type=miss.out_type, group_size=miss.group_size,
-                bias=miss.has_bias, cache_dir=cache_root(), force=True)
+                in_type=miss.in_type, bias=miss.has_bias,
+                cache_dir=cache_root(), force=True)
         except ValueError as error:
             raise _cannot(argument, miss,
                           f"compiling it failed: {error}") from None

@@ -43,13 +43,17 @@ def _path_bytes(path, what):
 def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
                     kv_lora_rank=0, qk_nope_head_dim=0, v_head_dim=0,
                     tp=(), max_m=1024, chips=(), weight_scale="per_tensor",
-                    out_type="bf16", group_size=128, bias=False,
-                    cache_dir=None, jobs=0, force=False):
+                    out_type="bf16", in_type=("bf16", "f16"), group_size=128,
+                    bias=False, code_object_version=5, cache_dir=None,
+                    jobs=0, force=False):
     """Writes a bundle directory as `mla-fp8-aot -o output_dir` does.
 
     Dimension arguments of 0 keep the preset's; empty `tp` and `chips` mean
-    the tool's defaults (TP 1, 2, 4, 8; gfx942 and gfx950). `bias` also
-    generates the kernels that add a (B, N) bias. `cache_dir` None disables
+    the tool's defaults (TP 1, 2, 4, 8; gfx942 and gfx950). `in_type` is
+    one activation type or a list of them ("bf16", "f16"; each gets its own
+    kernels, as `--in-type=bf16,f16`). `bias` also generates the kernels
+    that add a (B, N) bias. `code_object_version` 5 loads on ROCm 6.0 and
+    later, 6 only on ROCm 6.3 and later. `cache_dir` None disables
     the cache. `output_dir` may be missing, empty or an mla-fp8 bundle;
     `force` also replaces a bundle that holds other files (deleting them),
     never a directory that is not a bundle.
@@ -74,8 +78,11 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
         "chips": _str_list(chips, "chips"),
         "weight_scale": check_str(weight_scale, "weight_scale"),
         "out_type": check_str(out_type, "out_type"),
+        "in_types": _str_list(in_type, "in_type"),
         "group_size": check_int(group_size, "group_size"),
         "bias": bool(bias),
+        "code_object_version": check_int(code_object_version,
+                                         "code_object_version"),
         "cache_dir": b"" if cache_dir is None else _path_bytes(cache_dir,
                                                                 "cache_dir"),
         "jobs": check_int(jobs, "jobs", minimum=0, maximum=(1 << 32) - 1),
@@ -85,10 +92,12 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
 
 
 def compile_spec(n, k, chip, *, projection="custom", batches=(),
-                 group_size=128, out_type="bf16", weight_scale="per_tensor",
-                 bias=False, max_m=1024, with_isa=True):
+                 group_size=128, in_type="bf16", out_type="bf16",
+                 weight_scale="per_tensor", bias=False, max_m=1024,
+                 with_isa=True, code_object_version=5):
     """Compiles the kernels of one (n, k) shape on `chip`, one per M range;
-    `bias` makes them add a (B, N) bias.
+    `in_type` is the activation type, `bias` makes them add a (B, N) bias,
+    and `code_object_version` is 5 (ROCm 6.0+) or 6 (ROCm 6.3+).
 
     Returns:
       dict: code_object (bytes), isa (str, empty without `with_isa`),
@@ -110,11 +119,14 @@ def compile_spec(n, k, chip, *, projection="custom", batches=(),
         "projection": projection,
         "batches": _int_list(batches, "batches"),
         "group_size": check_group_size(group_size),
+        "in_type": check_choice(in_type, HALF_TYPES, "in_type"),
         "out_type": check_choice(out_type, HALF_TYPES, "out_type"),
         "weight_scale": check_choice(weight_scale, W_SCALE_MODES,
                                      "weight_scale"),
         "bias": bool(bias),
         "max_m": check_int(max_m, "max_m", minimum=1),
         "with_isa": bool(with_isa),
+        "code_object_version": check_int(code_object_version,
+                                         "code_object_version"),
     }
     return _mla_fp8_compiler.compile_spec(options)

@@ -58,6 +58,9 @@ _explicit = None
 _bundles = {}
 
 _TORCH_HALF = {"bfloat16": "bf16", "float16": "f16"}
+#: A numpy X's dtype names its kernel's in_type: numpy has float16 but no
+#: bfloat16, so uint16 arrays hold bf16 bits.
+_NUMPY_HALF = {"uint16": "bf16", "float16": "f16"}
 _TORCH_FP8 = {"float8_e4m3fnuz": "f8E4M3FNUZ", "float8_e4m3fn": "f8E4M3FN"}
 
 
@@ -331,15 +334,22 @@ def _shapes(x_shape, w_shape, transpose_bm_in):
 
 
 def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
-                   transpose_bm_in, chip, in_type="bf16", chip_source=None):
-    """The numpy path: the bundle's kernel on the gfx9 emulator. X holds
-    `in_type` bits; `chip_source` names where a given `chip` came from."""
+                   transpose_bm_in, chip, in_type=None, chip_source=None):
+    """The numpy path: the bundle's kernel on the gfx9 emulator. X is
+    float16 (f16) or uint16 bits of `in_type` (bf16 when None: numpy has no
+    bfloat16); `chip_source` names where a given `chip` came from."""
     if chip is None:
         chip = os.environ.get("MLA_FP8_EMULATE_CHIP") or DEFAULT_EMULATE_CHIP
         chip_source = "MLA_FP8_EMULATE_CHIP"
     else:
         chip_source = chip_source or "chip"
-    check_bits(X, np.uint16, "X", ndim=None)
+    dtype_in_type = _NUMPY_HALF.get(X.dtype.name)
+    if dtype_in_type == "bf16" and in_type is not None:
+        dtype_in_type = in_type  # the torch path's bits of either type
+    in_type = dtype_in_type
+    if in_type is None:
+        raise TypeError(f"X: expected dtype uint16 (bf16 bits) or float16, "
+                        f"got {X.dtype.name}")
     check_bits(WQ, np.uint8, "WQ", ndim=None)
     batch, m, k, n = _shapes(X.shape, WQ.shape, transpose_bm_in)
     # Sizes first: nothing below allocates or launches beyond the bounds.
@@ -399,6 +409,7 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     if batch == 0 or m == 0:
         return Y
     y = Y.transpose(1, 0, 2) if transpose_bm else Y
+    x = x.view(np.uint16)
     try:
         # The kernel's own bundle: a compiled miss lives in another one.
         kernel._bundle._native.run_emulated(

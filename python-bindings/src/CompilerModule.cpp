@@ -73,6 +73,8 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
     kernels.chips = o["chips"].cast<std::vector<std::string>>();
     kernels.weightScale = o["weight_scale"].cast<std::string>();
     kernels.outType = o["out_type"].cast<std::string>();
+    kernels.inTypes = o["in_types"].cast<std::vector<std::string>>();
+    kernels.codeObjectVersion = o["code_object_version"].cast<int64_t>();
     kernels.groupSize = o["group_size"].cast<int64_t>();
     kernels.bias = o["bias"].cast<bool>();
     options.outputDir = o["output_dir"].cast<std::string>();
@@ -109,6 +111,7 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
     kernel.k = o["k"].cast<int64_t>();
     kernel.chip = o["chip"].cast<std::string>();
     kernel.groupSize = o["group_size"].cast<int64_t>();
+    kernel.inType = o["in_type"].cast<std::string>();
     kernel.outType = o["out_type"].cast<std::string>();
     std::optional<kernel_abi::WeightScaleMode> weightScale =
         kernel_abi::parseWeightScaleMode(o["weight_scale"].cast<std::string>());
@@ -120,6 +123,7 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
     options.batches = o["batches"].cast<std::vector<int64_t>>();
     options.maxM = o["max_m"].cast<int64_t>();
     options.withIsa = o["with_isa"].cast<bool>();
+    options.codeObjectVersion = o["code_object_version"].cast<int64_t>();
     embedding::CompileSpecResult r;
     {
       py::gil_scoped_release release;

@@ -57,8 +57,11 @@ def test_same_dims_share_kernels(tmp_path):
                                      qk_nope_head_dim=128, v_head_dim=128,
                                      **SMALL)
     kernels = json.loads(result["manifest"])["chips"][0]["kernels"]
-    assert [k["projection"] for k in kernels] == ["k_up", "v_up"]
+    # K-up and V-up for bf16, then for f16 activations.
+    assert [(k["projection"], k["in_type"]) for k in kernels] == [
+        ("k_up", "bf16"), ("v_up", "bf16"), ("k_up", "f16"), ("v_up", "f16")]
     assert kernels[0]["symbol"] == kernels[1]["symbol"]
+    assert kernels[2]["symbol"] == kernels[3]["symbol"] != kernels[0]["symbol"]
 
 
 # Run in a child so that the file-size limit stays there. Python ignores

@@ -31,11 +31,10 @@ namespace cl = llvm::cl;
 
 static cl::OptionCategory category("mla-fp8-aot options");
 
-static cl::opt<std::string>
-    modelName("model",
-              cl::desc("Model preset: deepseek-v2-lite, deepseek-v2, "
-                       "deepseek-v3, deepseek-r1, kimi-k2"),
-              cl::init("deepseek-r1"), cl::cat(category));
+// The description names the presets; main() sets it from the preset table
+// (another file's static data, not yet initialized here).
+static cl::opt<std::string> modelName("model", cl::init("deepseek-r1"),
+                                      cl::cat(category));
 static cl::opt<int64_t>
     heads("heads", cl::desc("Attention heads (overrides the preset)"),
           cl::init(0), cl::cat(category));
@@ -73,6 +72,17 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     outType("out-type", cl::desc("Output type: bf16 (default), f16"),
             cl::init("bf16"), cl::cat(category));
+static cl::list<std::string>
+    inTypes("in-type",
+            cl::desc("Activation (X) types to generate kernels for, each "
+                     "its own set: bf16, f16 (default both: a model served "
+                     "in float16 passes f16 activations)"),
+            cl::CommaSeparated, cl::cat(category));
+static cl::opt<int64_t> codeObjectVersion(
+    "code-object-version",
+    cl::desc("Code-object version: 5 (default; ROCm 6.0 and later load it) "
+             "or 6 (ROCm 6.3 and later)"),
+    cl::init(5), cl::cat(category));
 static cl::opt<int64_t>
     groupSize("group-size",
               cl::desc("K elements per activation scale: a power of two, at "
@@ -160,6 +170,8 @@ static KernelSetRequest getKernelSetRequest() {
   request.maxM = maxM;
   request.weightScale = weightScale;
   request.outType = outType;
+  request.inTypes.assign(inTypes.begin(), inTypes.end());
+  request.codeObjectVersion = codeObjectVersion;
   request.groupSize = groupSize;
   request.bias = bias;
   return request;
@@ -209,10 +221,11 @@ static int listKernels(const std::vector<KernelGroupSpec> &groups) {
       return fail(llvm::toString(tiles.takeError()));
     const kernel_abi::KernelDescription &d = g.kernel;
     llvm::outs() << llvm::formatv(
-        "{0}  {1}  N={2} K={3} G={4}  {5} -> {6}  batches {7:$[,]}  {8} "
-        "kernels\n",
+        "{0}  {1}  N={2} K={3} G={4}  {9} -> {5} -> {6}  batches {7:$[,]}  "
+        "{8} kernels\n",
         d.chip, g.projection, d.n, d.k, d.groupSize, d.fp8Type, d.outType,
-        llvm::make_range(g.batches.begin(), g.batches.end()), tiles->size());
+        llvm::make_range(g.batches.begin(), g.batches.end()), tiles->size(),
+        d.inType);
     for (const TileConfig &t : *tiles) {
       std::string range =
           t.maxM == 0 ? llvm::formatv("M >= {0}", t.minM).str()
@@ -231,6 +244,10 @@ int main(int argc, char **argv) {
   // fail the write with EFBIG, which is reported, not kill the process.
   ::signal(SIGXFSZ, SIG_IGN);
   cl::HideUnrelatedOptions(category);
+  const std::string modelHelp =
+      "Model preset, with the activation type it is usually served in: " +
+      describeModelPresets() + " (default deepseek-r1)";
+  modelName.setDescription(modelHelp);
   cl::ParseCommandLineOptions(
       argc, argv,
       "mla-fp8-aot: generates the fp8 MLA batched-matmul kernels of a model "

@@ -42,6 +42,11 @@ static cl::opt<std::string> chipOpt(
     "chip",
     cl::desc("Bundle mode: the chip whose kernel runs (default gfx942)"),
     cl::init("gfx942"), cl::cat(category));
+static cl::opt<std::string> inTypeOpt(
+    "in-type",
+    cl::desc("Bundle mode: the activation type whose kernel runs, bf16 or "
+             "f16 (default bf16)"),
+    cl::init("bf16"), cl::cat(category));
 static cl::opt<bool> stridedXOpt(
     "strided-x",
     cl::desc("Bundle mode: read X as the K-up view of q_nope, (M, B, K + 64) "
@@ -268,10 +273,12 @@ static int runBundle() {
   if (!bundle)
     die(toString(bundle.takeError()));
   int64_t n = nOpt ? nOpt : 512, k = kOpt ? kOpt : 128;
-  // The first kernel for (chip, N, K, G, M), whatever its output type,
-  // descale mode or bias.
+  // The first kernel for (chip, N, K, G, in type, M), whatever its output
+  // type, descale mode or bias.
   if (!lookupChip(chipOpt))
     die(describeUnsupportedChip(chipOpt));
+  if (inTypeOpt != "bf16" && inTypeOpt != "f16")
+    die("--in-type must be bf16 or f16, got '" + inTypeOpt + "'");
   const runtime::KernelEntry *kernel = nullptr;
   for (const char *outType : {"bf16", "f16"})
     for (kernel_abi::WeightScaleMode wScale :
@@ -283,6 +290,7 @@ static int runBundle() {
         query.n = n;
         query.k = k;
         query.m = mOpt;
+        query.inType = inTypeOpt;
         query.outType = outType;
         query.weightScale = wScale;
         query.groupSize = groupOpt;
@@ -291,8 +299,10 @@ static int runBundle() {
           kernel = bundle->findKernel(query);
       }
   if (!kernel)
-    die(formatv("bundle has no {0} kernel for N={1} K={2} G={3} M={4}",
-                chipOpt.getValue(), n, k, groupOpt.getValue(), mOpt.getValue())
+    die(formatv("bundle has no {0} kernel for N={1} K={2} G={3} M={4} with "
+                "{5} activations",
+                chipOpt.getValue(), n, k, groupOpt.getValue(), mOpt.getValue(),
+                inTypeOpt.getValue())
             .str());
   runtime::EmulatorLauncher launcher;
   launcher.setMaxStepsPerWave(maxStepsOpt);

@@ -189,9 +189,12 @@ std::optional<int64_t> getWorkspaceBytes(const LaunchShape &shape, int64_t m,
 /// K-group in MFMA operand order, then one f32 scale per row.
 int64_t getLDSBytes(int64_t blockM, int64_t groupSize);
 
-/// What names a kernel: the shape, the epilogue and the M range.
+/// What names a kernel: the shape, the types, the epilogue and the M range.
 struct KernelNameFields {
   int64_t n = 0, k = 0, groupSize = 0;
+  /// The activation type, "bf16" or "f16": bf16 is not named (the symbols
+  /// predate f16 activations), f16 adds `_xf16`.
+  std::string inType = "bf16";
   /// "bf16" or "f16".
   std::string outType;
   bool perBatchScale = false;
@@ -202,7 +205,9 @@ struct KernelNameFields {
 };
 
 /// The kernel's symbol, e.g. `mla_fp8_n512_k128_g128_bf16_gfx942_m1_16`,
-/// with `_pb` for a per-batch descale, `_bias` for a bias and `m513_inf` for
+/// with `_xf16` before the output type for f16 activations (two kernels
+/// that differ only in their input type share a code object), `_pb` for a
+/// per-batch descale, `_bias` for a bias and `m513_inf` for
 /// an unbounded M range.
 std::string getKernelSymbol(const KernelNameFields &fields);
 

@@ -45,6 +45,8 @@ struct ChipBundle {
   std::vector<BundleKernel> kernels;
   /// SHA-256 of the code object, hex.
   std::string contentHash;
+  /// The code-object version its ELF header gives (5 or 6).
+  unsigned codeObjectVersion = 0;
   /// Key of the cache entry the code object came from or went to, hex.
   std::string cacheKey;
   bool fromCache = false;

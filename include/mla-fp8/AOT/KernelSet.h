@@ -13,6 +13,7 @@
 #include "mla-fp8/AOT/Presets.h"
 #include "mla-fp8/Dialect/MLAFP8/Transforms/TileSelection.h"
 #include "mla-fp8/Hardware/Chip.h"
+#include "mla-fp8/Target/Serialization.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -51,9 +52,15 @@ struct KernelSetOptions {
       kernel_abi::WeightScaleMode::PerTensor;
   /// "bf16" or "f16".
   std::string outType = "bf16";
+  /// The activation types, each with its own kernels ("bf16", "f16"). Both
+  /// by default: a model served in float16 needs the f16 kernels, and they
+  /// keep a cold default run under 3 s on a 2-core machine (README).
+  std::vector<std::string> inTypes = {"bf16", "f16"};
   int64_t groupSize = 128;
   /// Also generate the kernels that add a (B, N) bias in the output type.
   bool bias = false;
+  /// Of every code object: 5 (loads on ROCm 6.0+) or 6 (ROCm 6.3+).
+  unsigned codeObjectVersion = kDefaultCodeObjectVersion;
 };
 
 /// One compilation unit: one batched matmul of the model, Y[b] = X[b] W[b]^T,
@@ -73,9 +80,12 @@ struct KernelGroupSpec {
   /// compiles candidates with them); empty: the selection. Bundles never set
   /// them.
   std::vector<TileConfig> tiles;
+  /// The code-object version the group is compiled for (5 or 6).
+  unsigned codeObjectVersion = kDefaultCodeObjectVersion;
 
   /// The stable, readable base of the kernel symbols, e.g.
-  /// "mla_fp8_k_up_n512_k128_g128_bf16_pt_gfx942".
+  /// "mla_fp8_k_up_n512_k128_g128_bf16_pt_gfx942" (`_xf16` after the group
+  /// size for f16 activations, as in the kernel symbols).
   std::string getBaseName() const;
 };
 

@@ -33,6 +33,11 @@ struct KernelSetRequest {
   std::string weightScale = "per_tensor";
   /// "bf16" or "f16".
   std::string outType = "bf16";
+  /// Activation types, "bf16" and/or "f16", each with its own kernels;
+  /// empty: both.
+  std::vector<std::string> inTypes;
+  /// Code-object version of the code objects: 5 (ROCm 6.0+) or 6 (6.3+).
+  int64_t codeObjectVersion = 5;
   /// K elements per activation scale: a power of two.
   int64_t groupSize = 128;
   /// Also generate the kernels that add a (B, N) bias.

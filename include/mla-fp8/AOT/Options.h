@@ -37,6 +37,10 @@ resolveKernelSetOptions(const KernelSetRequest &request);
 llvm::Error checkKernelDescription(const kernel_abi::KernelDescription &kernel,
                                    int64_t maxM);
 
+/// Checks a code-object version: 5 or 6, the versions the serializer emits.
+/// The message names the ROCm release that loads each.
+llvm::Error checkCodeObjectVersion(int64_t version);
+
 } // namespace mlir::mlafp8
 
 #endif // MLA_FP8_AOT_OPTIONS_H

@@ -30,6 +30,10 @@ struct ModelDims {
 struct ModelPreset {
   llvm::StringRef name;
   ModelDims dims;
+  /// The activation type the model is usually served in (its config's
+  /// torch_dtype): "bf16" or "f16". Serving it in the other type needs
+  /// mla-fp8-aot --in-type with that type.
+  llvm::StringRef usualInType;
 };
 
 /// Every preset, in a stable order.
@@ -37,6 +41,10 @@ llvm::ArrayRef<ModelPreset> getModelPresets();
 
 /// The preset called `name`, or null.
 const ModelPreset *lookupModelPreset(llvm::StringRef name);
+
+/// "deepseek-v2-lite (bf16), deepseek-v2 (bf16), ...": every preset with
+/// its usual activation type, separated by `separator`.
+std::string describeModelPresets(llvm::StringRef separator = ", ");
 
 /// "unknown model 'x'; known models: deepseek-v2-lite, ...".
 std::string describeUnknownModel(llvm::StringRef name);

@@ -83,6 +83,8 @@ struct CompileSpecOptions {
   std::vector<int64_t> batches;
   int64_t maxM = 1024;
   bool withIsa = true;
+  /// 5 (ROCm 6.0+) or 6 (ROCm 6.3+).
+  int64_t codeObjectVersion = 5;
 };
 
 /// A kernel of a compiled spec with its tile.

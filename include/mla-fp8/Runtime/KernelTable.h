@@ -139,6 +139,8 @@ struct LoadedChip {
   /// File name inside the bundle directory.
   std::string codeObjectFile;
   std::string sha256;
+  /// The code-object version, from its ELF header (5 or 6).
+  unsigned codeObjectVersion = 0;
   std::shared_ptr<const std::string> codeObject;
   std::vector<KernelEntry> kernels;
 };

@@ -31,11 +31,12 @@ class DialectRegistry;
 
 namespace mlir::mlafp8 {
 
-/// The code-object version this project emits. LLVM 22's default is also v6,
-/// but the serializer sets it explicitly (module flag
-/// "amdhsa_code_object_version" = 600) so a future default cannot change the
-/// ABI that the runtime, the manifest and the emulator were written against.
-inline constexpr unsigned kDefaultCodeObjectVersion = 6;
+/// The code-object version this project emits unless told otherwise: v5
+/// (ELF ABI version 3), which ROCm loads from 6.0 on; v6 (ABI version 4) is
+/// loaded only from ROCm 6.3 on, and the kernels use nothing v6 adds. LLVM
+/// 22 defaults to v6, so the serializer always sets the module flag
+/// "amdhsa_code_object_version" (version * 100) explicitly.
+inline constexpr unsigned kDefaultCodeObjectVersion = 5;
 
 /// What `serializeGPUModule` produces.
 enum class SerializationFormat {

@@ -76,6 +76,8 @@ struct ConvertMLAFP8ToGPUPass
     nameFields.n = op.getN();
     nameFields.k = op.getK();
     nameFields.groupSize = static_cast<int64_t>(op.getGroupSize());
+    nameFields.inType =
+        op.getX().getType().getElementType().isBF16() ? "bf16" : "f16";
     nameFields.outType =
         op.getY().getType().getElementType().isBF16() ? "bf16" : "f16";
     nameFields.perBatchScale = op.getWScaleMode() == WeightScale::PerBatch;

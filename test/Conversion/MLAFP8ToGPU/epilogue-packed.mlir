@@ -33,7 +33,7 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // One 32x32 tile per wave, f16 out, per-batch descale (indexed by the
 // workgroup's batch: still a scalar load), bias, token-major Y: 16
 // accumulators in 4 runs, 4 stores, no branch from the bias load on.
-// WIDE-LABEL: <mla_fp8_n128_k512_g128_f16_pb_bias_gfx9{{[0-9]+}}_m1_inf>:
+// WIDE-LABEL: <mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx9{{[0-9]+}}_m1_inf>:
 // WIDE: s_load_dword s{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}], 0x0
 // WIDE: v_mfma_f32_32x32x16_fp8_fp8
 // WIDE: global_load_ushort

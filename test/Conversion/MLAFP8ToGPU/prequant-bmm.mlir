@@ -97,8 +97,8 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // kernels; per-batch descale indexed by the batch (block z); bias; f16; Y in
 // (M, B, N) order (only the runtime strides differ: same kernel code).
 // CHECK-LABEL: func.func @vup
-// CHECK: kernels = [@vup_kernels::@mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m1_16, @vup_kernels::@mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m17_inf]
-// CHECK: gpu.func @mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m1_16(
+// CHECK: kernels = [@vup_kernels::@mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m1_16, @vup_kernels::@mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m17_inf]
+// CHECK: gpu.func @mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m1_16(
 // CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>, %[[BIAS:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>, %[[Y:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>
 // CHECK-SAME: workgroup(%[[LDSA:.+]] : memref<8192xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<64xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
@@ -122,7 +122,7 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // CHECK: %[[VB:.+]] = arith.addf %{{.+}}, %[[BFV]] : vector<4xf32>
 // CHECK: arith.truncf %[[VB]] : vector<4xf32> to vector<4xf16>
 // CHECK: amdgpu.raw_buffer_store %{{.+}} -> %[[Y]][%{{.+}}] : vector<4xf16>
-// CHECK: gpu.func @mla_fp8_n128_k512_g128_f16_pb_bias_gfx942_m17_inf(
+// CHECK: gpu.func @mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m17_inf(
 func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                %ws: tensor<16xf32>, %bias: tensor<16x128xf16>) -> tensor<?x16x128xf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws bias %bias {

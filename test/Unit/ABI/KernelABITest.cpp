@@ -86,4 +86,7 @@ TEST(KernelABI, Symbols) {
   f.maxM = 0;
   EXPECT_EQ(kernel_abi::getKernelSymbol(f),
             "mla_fp8_n512_k128_g128_bf16_pb_bias_gfx942_m513_inf");
+  f.inType = "f16";
+  EXPECT_EQ(kernel_abi::getKernelSymbol(f),
+            "mla_fp8_n512_k128_g128_xf16_bf16_pb_bias_gfx942_m513_inf");
 }

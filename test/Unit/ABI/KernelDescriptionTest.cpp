@@ -82,6 +82,10 @@ TEST(KernelDescription, SymbolOfAnMRange) {
   d.outType = "f16";
   EXPECT_EQ(kernel_abi::getKernelSymbol(kernel_abi::getNameFields(d, 513, 0)),
             "mla_fp8_n512_k128_g128_f16_pb_bias_gfx942_m513_inf");
+  // Kernels that differ only in the activation type share a code object.
+  d.inType = "f16";
+  EXPECT_EQ(kernel_abi::getKernelSymbol(kernel_abi::getNameFields(d, 513, 0)),
+            "mla_fp8_n512_k128_g128_xf16_f16_pb_bias_gfx942_m513_inf");
 }
 
 } // namespace

@@ -87,6 +87,11 @@ TEST(CacheKey, GroupFieldsThatChangeTheCode) {
   changed = groups;
   changed[0].maxM = 2048;
   EXPECT_NE(computeChipCacheKey(changed, "gfx942"), key);
+  // A v5 and a v6 build never share an entry.
+  changed = groups;
+  for (KernelGroupSpec &group : changed)
+    group.codeObjectVersion = 6;
+  EXPECT_NE(computeChipCacheKey(changed, "gfx942"), key);
   // B is a run-time value.
   changed = groups;
   changed[0].batches = {1};
@@ -98,7 +103,7 @@ TEST(CacheKey, SerializesTheWholeDescription) {
   KernelGroupSpec group = r1Groups()[0];
   EXPECT_EQ(serializeGroupForCache(group),
             "projection=k_up max_m=1024 kernel=" +
-                kernel_abi::serialize(group.kernel));
+                kernel_abi::serialize(group.kernel) + " code_object_version=5");
 }
 
 TEST(CacheKey, FingerprintNamesVersionsAndBinary) {

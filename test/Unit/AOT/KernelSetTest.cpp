@@ -34,15 +34,18 @@ TEST(Presets, PublishedDimensions) {
   EXPECT_EQ(lookupModelPreset("kimi-k2")->dims.heads, 64);
   EXPECT_EQ(getModelPresets().size(), 5u);
   EXPECT_EQ(lookupModelPreset("llama"), nullptr);
+  EXPECT_EQ(describeModelPresets(),
+            "deepseek-v2-lite (bf16), deepseek-v2 (bf16), deepseek-v3 (bf16), "
+            "deepseek-r1 (bf16), kimi-k2 (bf16)");
   EXPECT_EQ(describeUnknownModel("llama"),
             "unknown model 'llama'; known models: deepseek-v2-lite, "
             "deepseek-v2, deepseek-v3, deepseek-r1, kimi-k2");
 }
 
-TEST(KernelSet, DefaultIsTwoShapesPerChip) {
+TEST(KernelSet, DefaultIsTwoShapesPerChipAndInType) {
   auto groups = buildKernelSet(r1Options());
   ASSERT_TRUE(static_cast<bool>(groups)) << llvm::toString(groups.takeError());
-  ASSERT_EQ(groups->size(), 4u);
+  ASSERT_EQ(groups->size(), 8u);
   const KernelGroupSpec &kUp = (*groups)[0];
   EXPECT_EQ(kUp.kernel.chip, "gfx942");
   EXPECT_EQ(kUp.projection, "k_up");
@@ -54,8 +57,40 @@ TEST(KernelSet, DefaultIsTwoShapesPerChip) {
   EXPECT_EQ(vUp.projection, "v_up");
   EXPECT_EQ(vUp.kernel.n, 128);
   EXPECT_EQ(vUp.kernel.k, 512);
-  EXPECT_EQ((*groups)[2].kernel.chip, "gfx950");
-  EXPECT_EQ((*groups)[2].kernel.fp8Type, "f8E4M3FN");
+  EXPECT_EQ(kUp.kernel.inType, "bf16");
+  EXPECT_EQ(vUp.kernel.inType, "bf16");
+  // Then the same shapes for f16 activations, then the next chip.
+  EXPECT_EQ((*groups)[2].kernel.inType, "f16");
+  EXPECT_EQ((*groups)[2].projection, "k_up");
+  EXPECT_EQ((*groups)[3].kernel.inType, "f16");
+  EXPECT_EQ((*groups)[4].kernel.chip, "gfx950");
+  EXPECT_EQ((*groups)[4].kernel.fp8Type, "f8E4M3FN");
+  for (const KernelGroupSpec &group : *groups)
+    EXPECT_EQ(group.codeObjectVersion, 5u);
+}
+
+TEST(KernelSet, InTypesAndCodeObjectVersion) {
+  KernelSetOptions options = r1Options();
+  options.chips = {"gfx942"};
+  options.inTypes = {"f16", "f16"};
+  options.codeObjectVersion = 6;
+  auto groups = buildKernelSet(options);
+  ASSERT_TRUE(static_cast<bool>(groups)) << llvm::toString(groups.takeError());
+  ASSERT_EQ(groups->size(), 2u);
+  EXPECT_EQ((*groups)[0].kernel.inType, "f16");
+  EXPECT_EQ((*groups)[0].codeObjectVersion, 6u);
+  EXPECT_EQ((*groups)[0].getBaseName(),
+            "mla_fp8_k_up_n512_k128_g128_xf16_bf16_pt_gfx942");
+  options.inTypes = {"bf16", "f32"};
+  EXPECT_EQ(errorOf(buildKernelSet(options)),
+            "in_type must be bf16 or f16, got 'f32'");
+  options.inTypes = {};
+  EXPECT_EQ(errorOf(buildKernelSet(options)), "no in_type given");
+  options.inTypes = {"bf16"};
+  options.codeObjectVersion = 4;
+  EXPECT_EQ(errorOf(buildKernelSet(options)),
+            "code_object_version must be 5 (ROCm 6.0 and later) or 6 (ROCm "
+            "6.3 and later), got 4");
 }
 
 TEST(KernelSet, DefaultDegreesThatDoNotDivideAreSkipped) {
@@ -104,6 +139,7 @@ TEST(KernelSet, DuplicateDegreesAndChipsCollapse) {
   KernelSetOptions options = r1Options();
   options.tp = {8, 8, 4};
   options.chips = {"gfx942", "gfx942"};
+  options.inTypes = {"bf16", "bf16"};
   auto groups = buildKernelSet(options);
   ASSERT_TRUE(static_cast<bool>(groups));
   EXPECT_EQ(groups->size(), 2u);
@@ -126,6 +162,7 @@ TEST(KernelSet, NamesTellOptionsApart) {
 TEST(KernelSet, BiasAddsTheBiasVariants) {
   KernelSetOptions options = r1Options();
   options.chips = {"gfx950"};
+  options.inTypes = {"bf16"};
   options.bias = true;
   auto groups = buildKernelSet(options);
   ASSERT_TRUE(static_cast<bool>(groups));

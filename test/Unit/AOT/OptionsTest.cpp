@@ -28,6 +28,8 @@ TEST(ResolveOptions, Defaults) {
   EXPECT_EQ(options->weightScale, kernel_abi::WeightScaleMode::PerTensor);
   EXPECT_EQ(options->groupSize, 128);
   EXPECT_FALSE(options->bias);
+  EXPECT_EQ(options->inTypes, (std::vector<std::string>{"bf16", "f16"}));
+  EXPECT_EQ(options->codeObjectVersion, 5u);
 }
 
 TEST(ResolveOptions, PresetOverridesAndNames) {
@@ -40,6 +42,8 @@ TEST(ResolveOptions, PresetOverridesAndNames) {
   request.outType = "f16";
   request.groupSize = 64;
   request.bias = true;
+  request.inTypes = {"f16"};
+  request.codeObjectVersion = 6;
   llvm::Expected<KernelSetOptions> options = resolveKernelSetOptions(request);
   ASSERT_TRUE(static_cast<bool>(options))
       << llvm::toString(options.takeError());
@@ -51,6 +55,8 @@ TEST(ResolveOptions, PresetOverridesAndNames) {
   EXPECT_EQ(options->outType, "f16");
   EXPECT_EQ(options->groupSize, 64);
   EXPECT_TRUE(options->bias);
+  EXPECT_EQ(options->inTypes, (std::vector<std::string>{"f16"}));
+  EXPECT_EQ(options->codeObjectVersion, 6u);
   request.model.reset();
   EXPECT_EQ(resolveKernelSetOptions(request)->model, "custom");
   request.weightScale = "per_tensor";
@@ -89,6 +95,18 @@ TEST(ResolveOptions, RejectsEachBadOptionByName) {
   request = {};
   request.outType = "f32";
   EXPECT_EQ(errorOf(request), "out_type must be bf16 or f16, got 'f32'");
+  request = {};
+  request.inTypes = {"bf16", "fp16"};
+  EXPECT_EQ(errorOf(request), "in_type must be bf16 or f16, got 'fp16'");
+  // Not narrowed before the check: 2^32 + 5 is not 5.
+  for (int64_t version : {int64_t(4), int64_t(7), (int64_t(1) << 32) + 5}) {
+    request = {};
+    request.codeObjectVersion = version;
+    EXPECT_EQ(errorOf(request),
+              "code_object_version must be 5 (ROCm 6.0 and later) or 6 (ROCm "
+              "6.3 and later), got " +
+                  std::to_string(version));
+  }
   request = {};
   request.groupSize = int64_t(1) << 20;
   EXPECT_EQ(errorOf(request), "group_size must be at most 65536, got 1048576");

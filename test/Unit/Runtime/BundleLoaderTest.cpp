@@ -62,7 +62,12 @@ TEST_F(BundleLoaderTest, LoadsEveryField) {
   ASSERT_EQ(loaded->chips.size(), 1u);
   const LoadedChip *chip = loaded->findChip("gfx942");
   ASSERT_NE(chip, nullptr);
-  ASSERT_EQ(chip->kernels.size(), 6u);
+  // Three M ranges per projection, for bf16 and for f16 activations.
+  ASSERT_EQ(chip->kernels.size(), 12u);
+  EXPECT_EQ(chip->codeObjectVersion, 5u);
+  EXPECT_EQ(chip->kernels[6].inType, "f16");
+  EXPECT_EQ(chip->kernels[6].symbol,
+            "mla_fp8_n64_k32_g128_xf16_bf16_gfx942_m1_16");
 
   const KernelEntry &e = chip->kernels[1];
   EXPECT_EQ(e.symbol, kKUp32);
@@ -246,8 +251,9 @@ static std::vector<Mutation> getMutations() {
        "field 'chips[0].kernels[1].w_scale': contradicts the symbol"},
       {"out_type flipped", [](llvm::json::Object &k) { k["out_type"] = "f16"; },
        "field 'chips[0].kernels[1].out_type': contradicts the symbol"},
-      {"in_type other than bf16",
-       [](llvm::json::Object &k) { k["in_type"] = "f16"; },
+      {"in_type flipped", [](llvm::json::Object &k) { k["in_type"] = "f16"; },
+       "field 'chips[0].kernels[1].in_type': contradicts the symbol"},
+      {"in_type unknown", [](llvm::json::Object &k) { k["in_type"] = "f32"; },
        "field 'chips[0].kernels[1].in_type': expected one of"},
       {"symbol of the other projection's kernel",
        [](llvm::json::Object &k) {
@@ -380,6 +386,23 @@ TEST_F(BundleLoaderTest, ChipOfAnotherCodeObjectIsRefused) {
   bundle.chip()["chip"] = "gfx950";
   expectRefused("field 'chips[0].chip': 'gfx950', but gfx942.hsaco is for "
                 "'gfx942'");
+}
+
+/// The manifest's code-object version must be the ELF header's; bundles
+/// written before the field existed load with the header's.
+TEST_F(BundleLoaderTest, CodeObjectVersionMatchesTheELFHeader) {
+  EXPECT_EQ(bundle.chip().getInteger("code_object_version"), 5);
+  bundle.chip()["code_object_version"] = 6;
+  expectRefused("field 'chips[0].code_object_version': 6, but gfx942.hsaco "
+                "is code object v5 (ELF ABI version 3)");
+  bundle.chip()["code_object_version"] = 4;
+  expectRefused("field 'chips[0].code_object_version': expected an integer "
+                "in [5, 6], got 4");
+  bundle.chip().erase("code_object_version");
+  bundle.writeManifest();
+  llvm::Expected<LoadedBundle> loaded = loadBundle(bundle.dir);
+  ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
+  EXPECT_EQ(loaded->chips[0].codeObjectVersion, 5u);
 }
 
 TEST_F(BundleLoaderTest, UnknownChipIsRefused) {

@@ -136,7 +136,7 @@ TEST_P(SerializationTest, AssemblyHasTheMfma) {
   EXPECT_NE(assembly.find("v_mfma_f32_16x16x32_fp8_fp8"), std::string::npos);
   EXPECT_NE(assembly.find(".amdgcn_target \"" + chip().getTargetID() + "\""),
             std::string::npos);
-  EXPECT_NE(assembly.find(".amdhsa_code_object_version 6"), std::string::npos);
+  EXPECT_NE(assembly.find(".amdhsa_code_object_version 5"), std::string::npos);
   // The caller's module is not touched: no triple was set on it.
   EXPECT_TRUE(module->getTargetTriple().empty());
 }
@@ -155,15 +155,16 @@ TEST_P(SerializationTest, ObjectLinkAndMetadata) {
   EXPECT_EQ(header.machine, unsigned(llvm::ELF::EM_AMDGPU));
   EXPECT_EQ(header.type, unsigned(llvm::ELF::ET_DYN));
   EXPECT_EQ(header.flags & llvm::ELF::EF_AMDGPU_MACH, chip().elfMach);
+  // The default, v5, loads on ROCm 6.0+ (v6 needs 6.3).
   EXPECT_EQ(header.abiVersion,
-            unsigned(llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V6));
+            unsigned(llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V5));
   EXPECT_TRUE(hasSymbol(hsaco, "mfma_kernel.kd"));
   EXPECT_TRUE(hasSymbol(hsaco, "mfma_kernel"));
 
   CodeObjectMetadata metadata = take(readCodeObjectMetadata(hsaco));
   EXPECT_EQ(metadata.targetID, chip().getTargetID());
   EXPECT_EQ(metadata.processor, chip().name);
-  EXPECT_EQ(metadata.codeObjectVersion, 6u);
+  EXPECT_EQ(metadata.codeObjectVersion, 5u);
   EXPECT_EQ(metadata.elfFlags, header.flags);
   ASSERT_EQ(metadata.kernels.size(), 1u);
   const KernelMetadata *kernel = metadata.findKernel("mfma_kernel");
@@ -244,7 +245,7 @@ TEST_P(SerializationTest, GPUModuleToCodeObject) {
   auto *flag = llvm::mdconst::extract_or_null<llvm::ConstantInt>(
       (*llvmModule)->getModuleFlag("amdhsa_code_object_version"));
   ASSERT_NE(flag, nullptr);
-  EXPECT_EQ(flag->getZExtValue(), 600u);
+  EXPECT_EQ(flag->getZExtValue(), 500u);
 
   SerializationOptions options;
   options.format = SerializationFormat::Assembly;
@@ -270,7 +271,7 @@ TEST_P(SerializationTest, GPUModuleToCodeObject) {
 INSTANTIATE_TEST_SUITE_P(Chips, SerializationTest,
                          ::testing::Values("gfx942", "gfx950"));
 
-TEST(SerializationErrorTest, CodeObjectVersion5) {
+TEST(SerializationErrorTest, CodeObjectVersion6) {
   MLIRContext context;
   context
       .loadDialect<gpu::GPUDialect, LLVM::LLVMDialect, ROCDL::ROCDLDialect>();
@@ -278,14 +279,14 @@ TEST(SerializationErrorTest, CodeObjectVersion5) {
       parseSourceString<ModuleOp>(kMfmaKernelMLIR, &context);
   ASSERT_TRUE(module);
   SerializationOptions options;
-  options.codeObjectVersion = 5;
+  options.codeObjectVersion = 6;
   FailureOr<std::string> hsaco =
       serializeGPUModule(*module->getOps<gpu::GPUModuleOp>().begin(),
                          *lookupChip("gfx942"), options);
   ASSERT_TRUE(succeeded(hsaco));
   EXPECT_EQ(readElfHeader(*hsaco).abiVersion,
-            unsigned(llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V5));
-  EXPECT_EQ(take(readCodeObjectMetadata(*hsaco)).codeObjectVersion, 5u);
+            unsigned(llvm::ELF::ELFABIVERSION_AMDGPU_HSA_V6));
+  EXPECT_EQ(take(readCodeObjectMetadata(*hsaco)).codeObjectVersion, 6u);
 }
 
 TEST(SerializationErrorTest, WrongChipTarget) {
