@@ -54,28 +54,10 @@ static cl::opt<std::string> deviceOpt("device",
 }
 
 static TileConfig parseTile(StringRef text) {
-  SmallVector<StringRef, 4> parts, dims;
-  text.split(parts, ':');
-  parts[0].split(dims, 'x');
-  TileConfig t;
-  t.minM = 1;
-  t.maxM = 0;
-  if (dims.size() != 3 || parts.size() < 2 || parts.size() > 4 ||
-      dims[0].getAsInteger(10, t.blockM) ||
-      dims[1].getAsInteger(10, t.blockN) || dims[2].getAsInteger(10, t.waves))
-    die("bad --tile '" + text + "' (BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]])");
-  t.mfma = lookupMfma(parts[1]);
-  if (!t.mfma)
-    die("unknown MFMA '" + parts[1] + "' in --tile '" + text + "'");
-  if ((parts.size() > 2 && parts[2].getAsInteger(10, t.splitK)) ||
-      (parts.size() > 3 && parts[3].getAsInteger(10, t.stages)))
-    die("bad --tile '" + text + "'");
-  // Positive before planning divides by them; the tile attribute's verifier
-  // checks the rest when the kernel compiles.
-  for (int64_t v : {t.blockM, t.blockN, t.waves, t.splitK, t.stages})
-    if (v < 1)
-      die("bad --tile '" + text + "': every number must be positive");
-  return t;
+  llvm::Expected<TileConfig> tile = parseTileSpec(text);
+  if (!tile)
+    die("--tile: " + llvm::toString(tile.takeError()));
+  return *tile;
 }
 
 int main(int argc, char **argv) {

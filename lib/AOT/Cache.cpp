@@ -57,7 +57,8 @@ std::string mlir::mlafp8::serializeGroupForCache(const KernelGroupSpec &group) {
                                    kernel_abi::serialize(group.kernel),
                                    group.codeObjectVersion)
                          .str();
-  // Explicit tiles (never in bundles, so their keys stay as they were).
+  // Explicit tiles (--tile), when given: the keys of groups tiled by the
+  // table stay as they were.
   for (const TileConfig &t : group.tiles)
     text += llvm::formatv(" tile={0}-{1}:{2}x{3}x{4}:{5}:{6}:{7}:{8}", t.minM,
                           t.maxM, t.blockM, t.blockN, t.waves,

@@ -82,6 +82,9 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
           spec.kernel.hasBias = bias;
           spec.maxM = options.maxM;
           spec.codeObjectVersion = options.codeObjectVersion;
+          for (const auto &[name, tile] : options.tiles)
+            if (name == projection.name)
+              spec.tiles = {tile};
           // The tile table decides what it supports (group sizes, for one):
           // asking it now fails before anything is compiled.
           if (llvm::Expected<SmallVector<TileConfig>> tiles =
@@ -91,6 +94,36 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
           groups.push_back(std::move(spec));
         }
   return groups;
+}
+
+llvm::Expected<TileConfig> mlir::mlafp8::parseTileSpec(llvm::StringRef text) {
+  SmallVector<llvm::StringRef, 4> parts, dims;
+  text.split(parts, ':');
+  parts[0].split(dims, 'x');
+  TileConfig t;
+  t.minM = 1;
+  t.maxM = 0;
+  auto bad = [&](const llvm::Twine &why) {
+    return llvm::createStringError("bad tile '" + text + "' (" + why +
+                                   "): expected "
+                                   "BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]");
+  };
+  if (dims.size() != 3 || parts.size() < 2 || parts.size() > 4 ||
+      dims[0].getAsInteger(10, t.blockM) ||
+      dims[1].getAsInteger(10, t.blockN) || dims[2].getAsInteger(10, t.waves))
+    return bad("not of that form");
+  t.mfma = lookupMfma(parts[1]);
+  if (!t.mfma)
+    return bad("no MFMA record is named '" + parts[1] + "'");
+  if ((parts.size() > 2 && parts[2].getAsInteger(10, t.splitK)) ||
+      (parts.size() > 3 && parts[3].getAsInteger(10, t.stages)))
+    return bad("SPLIT_K and STAGES are integers");
+  // Positive before anything divides by them; the tile attribute's verifier
+  // checks the rest when the kernel compiles.
+  for (int64_t v : {t.blockM, t.blockN, t.waves, t.splitK, t.stages})
+    if (v < 1)
+      return bad("every number must be positive");
+  return t;
 }
 
 llvm::Expected<SmallVector<TileConfig>>

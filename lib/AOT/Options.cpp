@@ -167,6 +167,19 @@ mlir::mlafp8::resolveKernelSetOptions(const KernelSetRequest &request) {
   options.codeObjectVersion = unsigned(request.codeObjectVersion);
   options.groupSize = request.groupSize;
   options.bias = request.bias;
+  for (const std::string &given : request.tiles) {
+    auto [projection, spec] = llvm::StringRef(given).split(':');
+    if (projection != "k_up" && projection != "v_up")
+      return makeError("tile '" + given +
+                       "' must start with its projection, k_up: or v_up:");
+    if (llvm::any_of(options.tiles,
+                     [&](const auto &t) { return t.first == projection; }))
+      return makeError("more than one tile for " + projection.str());
+    llvm::Expected<TileConfig> tile = parseTileSpec(spec);
+    if (!tile)
+      return tile.takeError();
+    options.tiles.emplace_back(projection.str(), *tile);
+  }
   if (llvm::Error err = checkKernelSetOptions(options))
     return std::move(err);
   return options;

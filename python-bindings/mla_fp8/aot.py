@@ -45,7 +45,7 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
                     tp=(), max_m=1024, chips=(), weight_scale="per_tensor",
                     out_type="bf16", in_type=("bf16", "f16"), group_size=128,
                     bias=False, code_object_version=5, cache_dir=None,
-                    jobs=0, force=False):
+                    jobs=0, force=False, tiles=None):
     """Writes a bundle directory as `mla-fp8-aot -o output_dir` does.
 
     Dimension arguments of 0 keep the preset's; empty `tp` and `chips` mean
@@ -56,7 +56,9 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
     later, 6 only on ROCm 6.3 and later. `cache_dir` None disables
     the cache. `output_dir` may be missing, empty or an mla-fp8 bundle;
     `force` also replaces a bundle that holds other files (deleting them),
-    never a directory that is not a bundle.
+    never a directory that is not a bundle. `tiles` maps a projection
+    ("k_up", "v_up") to an explicit tile "BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]"
+    that serves every M of it instead of the tile table (as `--tile`).
 
     The options are resolved and checked by the same code as mla-fp8-aot's
     (lib/AOT/Options.cpp): a bad value raises ValueError with the message the
@@ -87,8 +89,20 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
                                                                 "cache_dir"),
         "jobs": check_int(jobs, "jobs", minimum=0, maximum=(1 << 32) - 1),
         "force": bool(force),
+        "tiles": _tile_list(tiles),
     }
     return _mla_fp8_compiler.generate_bundle(options)
+
+
+def _tile_list(tiles):
+    """{projection: tile} as the tool's "projection:tile" strings."""
+    if tiles is None:
+        return []
+    if not isinstance(tiles, dict):
+        raise TypeError("tiles: expected a dict {projection: tile string}")
+    return [f"{check_str(projection, 'tiles key')}:"
+            f"{check_str(tile, f'tiles[{projection!r}]')}"
+            for projection, tile in tiles.items()]
 
 
 def compile_spec(n, k, chip, *, projection="custom", batches=(),

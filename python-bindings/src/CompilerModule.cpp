@@ -77,6 +77,7 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
     kernels.codeObjectVersion = o["code_object_version"].cast<int64_t>();
     kernels.groupSize = o["group_size"].cast<int64_t>();
     kernels.bias = o["bias"].cast<bool>();
+    kernels.tiles = o["tiles"].cast<std::vector<std::string>>();
     options.outputDir = o["output_dir"].cast<std::string>();
     options.force = o["force"].cast<bool>();
     options.cacheDir = o["cache_dir"].cast<std::string>();

@@ -25,6 +25,19 @@ def session_bundle(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def split_k_bundle(tmp_path_factory):
+    """A DeepSeek-R1 TP8 bundle for gfx942 whose V-up kernel splits K two
+    ways at every M (an explicit tile: the tile table no longer splits), for
+    the split-K workspace paths."""
+    import mla_fp8  # pylint: disable=import-outside-toplevel
+    directory = tmp_path_factory.mktemp("bundle") / "split-k"
+    mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],
+                            chips=["gfx942"], max_m=64, in_type="bf16",
+                            tiles={"v_up": "16x64x4:m16n16k32:2:2"})
+    return directory
+
+
+@pytest.fixture(scope="session")
 def peer_kernels_dir():
     """../shared/peer-kernels beside the checkout (Triton code objects that
     are not part of the repository). Tests that need it are skipped with the

@@ -195,3 +195,21 @@ def test_compile_spec_checks_as_the_tool_does(args, kwargs, message):
     # beyond them is one clear error before anything is compiled.
     with pytest.raises(ValueError, match=message):
         mla_fp8.compile_spec(*args, **kwargs)
+
+
+def test_bad_tiles_are_refused_before_writing(tmp_path):
+    """`tiles` goes through the tool's own checks (--tile): a bad projection,
+    form or combination is a ValueError and nothing is written."""
+    out = tmp_path / "b"
+    cases = [({"x_up": "16x64x4:m16n16k32"}, ValueError,
+              "must start with its projection"),
+             ({"v_up": "16x64:m16n16k32"}, ValueError, "not of that form"),
+             ({"v_up": "16x64x4:m16n16k32:9"}, ValueError,
+              "split_k 9 exceeds the 4 K-groups"),
+             (["v_up:16x64x4:m16n16k32"], TypeError, "expected a dict"),
+             ({"v_up": 3}, TypeError, "tiles\\['v_up'\\]")]
+    for tiles, error, message in cases:
+        with pytest.raises(error, match=message):
+            mla_fp8.generate_bundle(out, chips=["gfx942"], tp=[8], max_m=16,
+                                    in_type="bf16", tiles=tiles)
+        assert not out.exists()

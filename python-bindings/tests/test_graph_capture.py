@@ -6,7 +6,7 @@ prepare() reserving up front."""
 import pytest
 
 import mla_fp8
-from mla_fp8 import hip, workspace
+from mla_fp8 import hip, serving, workspace
 from test_hip import (FakeDevice, FakeStream, call,  # noqa: F401 (fixture)
                       fake, unpack_workspace)
 
@@ -14,8 +14,15 @@ GraphCaptureError = hip.GraphCaptureError
 STREAM = 0xAA00  # device 0's current stream in the fake torch
 
 
+@pytest.fixture(autouse=True)
+def split_k_served(fake, split_k_bundle):
+    """Every test here serves the bundle whose V-up kernel splits K (the
+    fake runtime's fixture installs the default one first)."""
+    serving.set_bundle(split_k_bundle)
+
+
 def v_up(torch, m=5, batch=16):
-    """V-up operands (N = 128, K = 512): split-K at M <= 16."""
+    """V-up operands (N = 128, K = 512): split-K in split_k_bundle."""
     dev = FakeDevice()
     return (torch.Tensor((batch, m, 512), torch.bfloat16, dev),
             torch.Tensor((batch, 128, 512), torch.float8_e4m3fnuz, dev),
@@ -38,15 +45,16 @@ def spaces(torch):
 
 def split_k_bytes(bundle, m=16, batch=16):
     kernel = mla_fp8.load_bundle(bundle).find_kernel("gfx942", 128, 512, m)
-    assert kernel.workspace_bytes_per_block, "V-up at M <= 16 is split-K"
+    assert kernel.workspace_bytes_per_block, "V-up is split-K in this bundle"
     return kernel.workspace_bytes(m, batch)
 
 
-def test_prepare_reserves_up_front(fake, session_bundle):
+def test_prepare_reserves_up_front(fake, split_k_bundle):
     torch, lib = fake
     nbytes = mla_fp8.prepare(captures=2)
-    # TP8 has B = 16; M = 16 is the split-K kernels' largest.
-    assert nbytes == split_k_bytes(session_bundle)
+    # TP8 has B = 16; the split-K kernel serves every M up to the bundle's
+    # max_m, 64.
+    assert nbytes == split_k_bytes(split_k_bundle, 64)
     reserved = spaces(torch)
     assert [(size, stream) for _, size, stream in reserved] == \
         [(nbytes, STREAM)] * 3
@@ -66,7 +74,7 @@ def test_prepare_reserves_up_front(fake, session_bundle):
     assert hip.get_runtime().workspaces.spare_count(0) == 3
     # A smaller M or B reserves less.
     assert mla_fp8.prepare(max_m=5, batch=8) == \
-        split_k_bytes(session_bundle, 5, 8)
+        split_k_bytes(split_k_bundle, 5, 8)
 
 
 def test_two_captures_get_distinct_workspaces(fake):
@@ -140,12 +148,12 @@ def test_invalidated_capture(fake):
     assert not lib.launches
 
 
-def test_reserved_too_small(fake, session_bundle):
+def test_reserved_too_small(fake, split_k_bundle):
     torch, lib = fake
-    small = mla_fp8.prepare(batch=8, captures=1)
+    small = mla_fp8.prepare(max_m=5, batch=8, captures=1)
     lib.capturing[STREAM] = (hip.CAPTURE_ACTIVE, 9)
     with pytest.raises(GraphCaptureError,
-                       match=f"needs a {split_k_bytes(session_bundle, 5)}-"
+                       match=f"needs a {split_k_bytes(split_k_bundle, 5)}-"
                        f"byte workspace, but the reserved ones have {small} "
                        f"bytes"):
         call(*v_up(torch))

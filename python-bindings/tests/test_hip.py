@@ -272,10 +272,11 @@ def test_launch(fake, session_bundle, n, k, m):
     assert len(lib.memset) <= 1 and len(lib.launches) == 2
 
 
-def test_workspace_per_stream(fake):
+def test_workspace_per_stream(fake, split_k_bundle):
     """Split-K launches on another stream get their own workspace, zeroed on
     that stream; launches on one stream share one."""
     torch, lib = fake
+    serving.set_bundle(split_k_bundle)
     batch, n, k, m, dev = 16, 128, 512, 5, FakeDevice("cuda", 1)
     x = torch.Tensor((batch, m, k), torch.bfloat16, dev)
     w = torch.Tensor((batch, n, k), torch.float8_e4m3fnuz, dev)

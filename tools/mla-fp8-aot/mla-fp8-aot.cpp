@@ -89,6 +89,13 @@ static cl::opt<int64_t>
                        "least 16, whose K-group fits the chip's LDS "
                        "(default 128)"),
               cl::init(128), cl::cat(category));
+static cl::list<std::string>
+    tiles("tile",
+          cl::desc("Explicit tile instead of the tile table, for tuning: "
+                   "PROJECTION:BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]] (projection "
+                   "k_up or v_up; MFMA e.g. m16n16k32); one kernel then serves "
+                   "every M of that projection. Repeat for both projections"),
+          cl::cat(category));
 static cl::opt<bool> bias("bias",
                           cl::desc("Also generate the kernels that add a "
                                    "(B, N) bias in the output type"),
@@ -174,6 +181,7 @@ static KernelSetRequest getKernelSetRequest() {
   request.codeObjectVersion = codeObjectVersion;
   request.groupSize = groupSize;
   request.bias = bias;
+  request.tiles.assign(tiles.begin(), tiles.end());
   return request;
 }
 

@@ -61,6 +61,9 @@ struct KernelSetOptions {
   bool bias = false;
   /// Of every code object: 5 (loads on ROCm 6.0+) or 6 (ROCm 6.3+).
   unsigned codeObjectVersion = kDefaultCodeObjectVersion;
+  /// Explicit tiles by projection ("k_up", "v_up"), each serving every M of
+  /// its projection instead of the tile table's ranges.
+  std::vector<std::pair<std::string, TileConfig>> tiles;
 };
 
 /// One compilation unit: one batched matmul of the model, Y[b] = X[b] W[b]^T,
@@ -88,6 +91,11 @@ struct KernelGroupSpec {
   /// size for f16 activations, as in the kernel symbols).
   std::string getBaseName() const;
 };
+
+/// Parses "BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]" (MFMA: an MFMA record's shape
+/// name, e.g. m16n16k32) into a tile serving every M; the tile attribute's
+/// verifier checks the combination when the kernel is compiled.
+llvm::Expected<TileConfig> parseTileSpec(llvm::StringRef text);
 
 /// Checks every option (the dimensions, max M, group size, types, chips, TP
 /// degrees); the error names the option and the value.

@@ -42,6 +42,10 @@ struct KernelSetRequest {
   int64_t groupSize = 128;
   /// Also generate the kernels that add a (B, N) bias.
   bool bias = false;
+  /// Explicit tiles instead of the tile table, for tuning and testing:
+  /// "PROJECTION:BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]" (projection k_up or
+  /// v_up), one kernel serving every M of that projection.
+  std::vector<std::string> tiles;
 };
 
 } // namespace mlir::mlafp8
