@@ -34,11 +34,6 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
   // What the chip lacks is the first reason, whatever the generator lowers.
   if (!chip.hasMfma(mfma))
     return fail(Twine(chip.name) + " has no " + mfma.mnemonic);
-  // The f8f6f4 MFMAs take 32 operand bytes per lane in two runs; the loads
-  // and the LDS layout below assume one run.
-  if (mfma.f8f6f4)
-    return fail("the generator does not lower " + mfma.mnemonic +
-                " (mfma = " + mfma.shapeName + ") yet");
   if (chip.waveSize != kernel_abi::kWaveSize)
     return fail(Twine(chip.name) + " runs waves of " + Twine(chip.waveSize) +
                 " lanes; the kernels are written for " +
