@@ -208,6 +208,21 @@ TEST(KernelEmulator, KUpAndVUpGfx950) {
   runCase(vup);
 }
 
+TEST(KernelEmulator, Gfx950EveryKernelNaNAndInfRows) {
+  // Each default gfx950 kernel (all f8f6f4) at one M of its range: a NaN row
+  // and an Inf row give NaN rows of Y, other rows and all-zero groups match
+  // the reference.
+  Case kup;
+  kup.chip = "gfx950";
+  kup.specials = true;
+  kup.ms = {16, 17, 64, 65, 256, 257, 513};
+  runCase(kup);
+  Case vup = kup;
+  vup.N = 128;
+  vup.K = 512;
+  runCase(vup);
+}
+
 TEST(KernelEmulator, PerBatchBiasF16TokenMajor) {
   Case c;
   c.N = 128;
