@@ -391,9 +391,11 @@ TEST(KernelEmulator, F8F6F4PartialGroupSplitKAndNTail) {
   EXPECT_EQ(runCase(c), 2 * 1);
 }
 
-TEST(KernelEmulator, F8F6F4Group256) {
+TEST(KernelEmulator, F8F6F4LongGroups) {
   // G = 256: two MFMA steps per 64-byte unit, and a row's amax spans 32
-  // lanes (two DPP rows).
+  // lanes (two DPP rows joined by v_permlane16_swap, which
+  // amax-permlane-gfx950.mlir checks). G = 512: 64 lanes (v_permlane32_swap
+  // too), two units per group.
   Case c;
   c.chip = "gfx950";
   c.N = 64;
@@ -403,6 +405,9 @@ TEST(KernelEmulator, F8F6F4Group256) {
   c.ms = {3, 33};
   c.tiles = {{1, 16, 16, 64, 4, lookupMfma("m16n16k128"), 1, 2},
              {17, 0, 32, 64, 2, lookupMfma("m32n32k64")}};
+  runCase(c);
+  c.K = 1000;
+  c.groupSize = 512;
   runCase(c);
 }
 
