@@ -95,8 +95,19 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   // (bench/tile-sweep.cpp, B = 8, 16, 32, 128 and M = 1 to 1024), every
   // f8f6f4 tile is as fast as or faster than its 16x16x32 / 32x32x16 twin
   // at every (B, M); where both are HBM-bound they tie. So no gfx950 entry
-  // keeps the older shapes. They would still serve group sizes below 128,
-  // which f8f6f4's K cannot split (the heuristic tiles, TileSelection.cpp).
+  // keeps the older shapes; they serve groups shorter than the f8f6f4 K
+  // (128 or 64; the heuristic tiles, TileSelection.cpp). The
+  // f8f6f4 issue cycles (32 / 64, ISA-NOTES.md section 4) are the uncertain
+  // constant here: at twice those (then no faster per k than the older
+  // shapes) 16x16x128 still wins on issue slots (V-up 16x64: 1.555 us
+  // against 1.660) and 32x32x64 ties 32x32x16 (K-up 128x256 at B = 8,
+  // M = 1024: 2.655 against 2.652).
+  //
+  // gfx950's 160 KiB of LDS does not pay here: every V-up tile below already
+  // holds one LDS copy per group (at most 17 KiB), and a 64x128 tile given
+  // four copies (33 KiB: kMaxBatchedLDSBytes raised to half of 160 KiB for
+  // the trial) models 2.078 us at M = 1 and 2.937 at B = 8, M = 64,
+  // issue-bound on its X passes, against 1.903 for 32x128.
   static const MfmaLayout *const k128 = lookupMfma("m16n16k128");
   static const MfmaLayout *const k64 = lookupMfma("m32n32k64");
 
