@@ -5,6 +5,7 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/vsplit_kernels.hsaco | FileCheck %s --check-prefix=SPLITK
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/kup_kernels.hsaco %t/vup_kernels.hsaco | FileCheck %s --check-prefix=MFMA --implicit-check-not=_fp8_fp8
 // RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 format=isa" | FileCheck %s --check-prefix=ASM
@@ -16,15 +17,65 @@
 // ISA: global_load_dwordx4
 // ISA: v_cvt_pk_fp8_f32
 // ISA: ds_read_b128
-// ISA: v_mfma_f32_16x16x32_fp8_fp8
+// ISA: v_mfma_f32_16x16x128_f8f6f4
 // ISA: s_endpgm
 // ISA-LABEL: _gfx950_m513_inf>:
 // ISA-DAG: global_load_dwordx4
 // ISA-DAG: v_cvt_pk_fp8_f32
 // ISA-DAG: s_barrier
 // ISA-DAG: ds_read_b128
-// ISA-DAG: v_mfma_f32_{{16x16x32|32x32x16}}_fp8_fp8
+// ISA-DAG: v_mfma_f32_{{16x16x128|32x32x64}}_f8f6f4
 // ISA: s_endpgm
+
+// The tile table's MFMA per kernel (TileTable.cpp): gfx950's f8f6f4 forms
+// everywhere, one 16x16x128 (or two 32x32x64) per group and output block of a
+// wave; no 16x16x32 / 32x32x16 left. K-up, one group: 16x128 and 32x128
+// tiles of 8 waves take one and two 16x16 blocks per wave, 64x256 and
+// 128x256 two and four 32x32 blocks.
+// MFMA-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx950_m1_16>:
+// MFMA-COUNT-1: v_mfma_f32_16x16x128_f8f6f4 v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], 0
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m17_32>:
+// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m33_64>:
+// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m65_128>:
+// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m129_256>:
+// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m257_512>:
+// MFMA-COUNT-4: v_mfma_f32_32x32x64_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m513_inf>:
+// MFMA-COUNT-8: v_mfma_f32_32x32x64_f8f6f4
+// MFMA-NOT: v_mfma
+// V-up, four groups: 16x64 (4 waves) and 16x128 (8 waves) one block per
+// wave and group, 32x128 two.
+// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_m1_16>:
+// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m17_32>:
+// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m33_64>:
+// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m65_128>:
+// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m129_256>:
+// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m257_512>:
+// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_m513_inf>:
+// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
 
 // V-up with an explicit split-K tile at M <= 16 (two splits; the table no
 // longer splits): the partial is stored, released at agent scope, counted
@@ -55,7 +106,7 @@
 // META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m513_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
-// ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, assembly = "{{.*}}v_mfma_f32_16x16x32_fp8_fp8
+// ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, assembly = "{{.*}}v_mfma_f32_16x16x128_f8f6f4
 
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FN>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {

@@ -52,9 +52,9 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     Layout and size: `ABI/KernelABI.h` (`getWorkspaceBytesPerBlock`).
 
     Fails with a diagnostic for an unknown chip, an fp8 format the chip lacks,
-    a missing `tiles`, an MFMA the chip lacks or the generator does not lower
-    yet (the gfx950 f8f6f4 shapes), `split_k` above the number of K-groups, a
-    group size below the MFMA's K, or a tile whose LDS exceeds the chip's.
+    a missing `tiles`, an MFMA the chip lacks, `split_k` above the number of
+    K-groups, a group size below the MFMA's K, or a tile whose LDS exceeds the
+    chip's.
 
     Before:
     ```mlir

@@ -34,11 +34,6 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
   // What the chip lacks is the first reason, whatever the generator lowers.
   if (!chip.hasMfma(mfma))
     return fail(Twine(chip.name) + " has no " + mfma.mnemonic);
-  // The f8f6f4 MFMAs take 32 operand bytes per lane in two runs; the loads
-  // and the LDS layout below assume one run.
-  if (mfma.f8f6f4)
-    return fail("the generator does not lower " + mfma.mnemonic +
-                " (mfma = " + mfma.shapeName + ") yet");
   if (chip.waveSize != kernel_abi::kWaveSize)
     return fail(Twine(chip.name) + " runs waves of " + Twine(chip.waveSize) +
                 " lanes; the kernels are written for " +
@@ -51,6 +46,13 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
   if (p.groupSize < mfma.k)
     return fail("group_size " + Twine(p.groupSize) +
                 " is smaller than the MFMA's K (" + Twine(mfma.k) + ")");
+  // A group's columns are permuted onto (unit, lane group, byte) the same way
+  // for A (LDS) and B (W loads), and A's and B's lane groups and bytes pair
+  // up in every MFMA here: each product is still q[m, k] * w[n, k], whichever
+  // K the instruction gives the byte. So the record's runs (two of 16 bytes
+  // for the f8f6f4 shapes) need nothing of their own: a lane's operand is
+  // `operandBytes` contiguous bytes. (Which products share one of the
+  // instruction's rounding chunks changes, within SPEC's f32 noise.)
   int64_t pairBytes = 2 * p.operandBytes;
   p.unitBytes = p.groupSize % (pairBytes * p.laneGroups) == 0 ? pairBytes
                                                               : p.operandBytes;

@@ -24,8 +24,8 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 
 // DeepSeek-R1 V-up (N = 128, K = 512, four groups), OCP on gfx950.
 // GFX950-LABEL: func.func @vup
-// GFX950: tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 4
-// GFX950-SAME: #mlafp8.tile<min_m = 513, max_m = 0, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32, split_k = 1, stages = 4
+// GFX950: tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4
+// GFX950-SAME: #mlafp8.tile<min_m = 513, max_m = 0, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k128, split_k = 1, stages = 4
 func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,

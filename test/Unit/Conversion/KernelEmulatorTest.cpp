@@ -36,6 +36,8 @@ struct Case {
   bool xTokenMajor = false, yTokenMajor = false;
   /// Extra elements between X rows (a strided view); a multiple of 8.
   int64_t xRowPadding = 0;
+  /// A NaN row and an Inf row in batch 0, and some all-zero K-groups.
+  bool specials = false;
   /// Explicit tiles (attribute text); empty: mlafp8-select-tiles.
   std::vector<TileConfig> tiles;
   /// Emulator threads of each run: every M is launched once per entry, on
@@ -160,6 +162,7 @@ void runCaseImpl(const Case &c, int64_t &splitLaunches) {
     problem.x = {c.xTokenMajor, c.xRowPadding};
     problem.y = {c.yTokenMajor, 0};
     problem.varyRowScales = true;
+    problem.specials = problem.zeroGroups = c.specials;
     problem.threads = c.threads.front();
     problem.repeatThreads.assign(c.threads.begin() + 1, c.threads.end());
     runtime::VerifyResult result =
@@ -202,6 +205,21 @@ TEST(KernelEmulator, KUpAndVUpGfx950) {
   vup.N = 128;
   vup.K = 512;
   vup.ms = {3, 40, 520};
+  runCase(vup);
+}
+
+TEST(KernelEmulator, Gfx950EveryKernelNaNAndInfRows) {
+  // Each default gfx950 kernel (all f8f6f4) at one M of its range: a NaN row
+  // and an Inf row give NaN rows of Y, other rows and all-zero groups match
+  // the reference.
+  Case kup;
+  kup.chip = "gfx950";
+  kup.specials = true;
+  kup.ms = {16, 17, 64, 65, 256, 257, 513};
+  runCase(kup);
+  Case vup = kup;
+  vup.N = 128;
+  vup.K = 512;
   runCase(vup);
 }
 
@@ -333,6 +351,64 @@ TEST(KernelEmulator, SplitKUnevenWithPartialGroupAndPrefetch) {
   c.chip = "gfx950";
   c.bias = true;
   EXPECT_EQ(runCase(c), 4 * 2);
+}
+
+/// gfx950's f8f6f4 MFMAs: one 16x16x128 (or two 32x32x64) per 128-column
+/// group and output block, 32 operand bytes per lane.
+TEST(KernelEmulator, F8F6F4KUpAndVUp) {
+  const MfmaLayout *k128 = lookupMfma("m16n16k128");
+  const MfmaLayout *k64 = lookupMfma("m32n32k64");
+  Case c;
+  c.chip = "gfx950";
+  c.specials = true;
+  c.ms = {1, 16, 17, 40, 100};
+  c.tiles = {{1, 16, 16, 128, 8, k128},
+             {17, 32, 32, 128, 8, k128},
+             {33, 64, 64, 256, 8, k64},
+             {65, 0, 32, 64, 2, k128}};
+  runCase(c);
+  // V-up: four groups, all loaded at once, one LDS copy each.
+  c.N = 128;
+  c.K = 512;
+  c.tiles = {{1, 16, 16, 64, 4, k128, 1, 4},
+             {17, 64, 32, 128, 8, k128, 1, 4},
+             {65, 0, 64, 128, 4, k64, 1, 2}};
+  runCase(c);
+}
+
+TEST(KernelEmulator, F8F6F4PartialGroupSplitKAndNTail) {
+  // K = 200: the 72-column tail fills part of one 16x16x128 step; N = 40.
+  Case c;
+  c.chip = "gfx950";
+  c.N = 40;
+  c.K = 200;
+  c.bias = true;
+  c.specials = true;
+  c.ms = {1, 19, 70};
+  c.tiles = {{1, 16, 16, 32, 2, lookupMfma("m16n16k128"), 2, 2},
+             {17, 0, 32, 32, 1, lookupMfma("m32n32k64")}};
+  c.threads = {1, 4};
+  EXPECT_EQ(runCase(c), 2 * 1);
+}
+
+TEST(KernelEmulator, F8F6F4LongGroups) {
+  // G = 256: two MFMA steps per 64-byte unit, and a row's amax spans 32
+  // lanes (two DPP rows joined by v_permlane16_swap, which
+  // amax-permlane-gfx950.mlir checks). G = 512: 64 lanes (v_permlane32_swap
+  // too), two units per group.
+  Case c;
+  c.chip = "gfx950";
+  c.N = 64;
+  c.K = 512;
+  c.groupSize = 256;
+  c.specials = true;
+  c.ms = {3, 33};
+  c.tiles = {{1, 16, 16, 64, 4, lookupMfma("m16n16k128"), 1, 2},
+             {17, 0, 32, 64, 2, lookupMfma("m32n32k64")}};
+  runCase(c);
+  c.K = 1000;
+  c.groupSize = 512;
+  runCase(c);
 }
 
 } // namespace

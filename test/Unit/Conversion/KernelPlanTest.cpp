@@ -132,13 +132,13 @@ TEST_F(KernelPlanTest, ShortGroupsLoadOneStepPerUnit) {
 TEST_F(KernelPlanTest, Refusals) {
   PrequantBmmOp kup = parse(512, 128, 128);
   EXPECT_EQ(planError(kup, "gfx942", tile(16, 16, 1, "m16n16k32")), "");
-  // gfx942 lacks the f8f6f4 MFMAs; on gfx950 they are not lowered yet.
+  // gfx942 lacks the f8f6f4 MFMAs; their K is above small groups.
   EXPECT_EQ(planError(kup, "gfx942", tile(16, 16, 1, "m16n16k128")),
             "gfx942 has no v_mfma_f32_16x16x128_f8f6f4");
-  PrequantBmmOp ocp = parse(512, 128, 128, "f8E4M3FN");
-  EXPECT_EQ(planError(ocp, "gfx950", tile(32, 32, 1, "m32n32k64")),
-            "the generator does not lower v_mfma_f32_32x32x64_f8f6f4 "
-            "(mfma = m32n32k64) yet");
+  PrequantBmmOp ocp64 = parse(512, 128, 64, "f8E4M3FN");
+  EXPECT_EQ(planError(ocp64, "gfx950", tile(16, 16, 1, "m16n16k128")),
+            "group_size 64 is smaller than the MFMA's K (128)");
+  EXPECT_EQ(planError(ocp64, "gfx950", tile(32, 32, 1, "m32n32k64")), "");
   EXPECT_EQ(planError(kup, "gfx942", tile(16, 32, 4, "m16n16k32")),
             "the 1x2 MFMA tiles cannot be split among 4 waves (N first, "
             "then M)");
@@ -154,29 +154,52 @@ TEST_F(KernelPlanTest, Refusals) {
   EXPECT_EQ(planError(longGroups, "gfx950", tile(128, 32, 1, "m32n32k16")), "");
 }
 
+TEST_F(KernelPlanTest, F8F6F4Units) {
+  // 32 operand bytes per lane: a 128-column group is one 16x16x128 step (or
+  // two 32x32x64 steps in one 64-byte unit); a 256-column group pairs steps.
+  for (int64_t group : {128, 256}) {
+    PrequantBmmOp op = parse(512, 512, group, "f8E4M3FN");
+    for (const char *shape : {"m16n16k128", "m32n32k64"}) {
+      SCOPED_TRACE(std::string(shape) + " G = " + std::to_string(group));
+      const MfmaLayout &mfma = *lookupMfma(shape);
+      llvm::Expected<KernelPlan> plan = planKernel(
+          op, *lookupChip("gfx950"), tile(mfma.m, mfma.n * 2, 2, shape));
+      ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+      EXPECT_EQ(plan->operandBytes, 32);
+      int64_t unitBytes = group / mfma.getLaneGroups() >= 64 ? 64 : 32;
+      EXPECT_EQ(plan->unitBytes, unitBytes);
+      EXPECT_EQ(plan->stepsPerUnit, unitBytes / 32);
+      EXPECT_EQ(plan->unitsPerGroup * unitBytes * plan->laneGroups, group);
+    }
+  }
+}
+
 TEST_F(KernelPlanTest, EveryRecordIsPlannedOrNamed) {
   // Each record a tile can name either plans with its own shape or is refused
-  // by its mnemonic; nothing else in the generator lists the MFMAs.
+  // by its mnemonic on the chips that lack it; nothing else in the generator
+  // lists the MFMAs.
   PrequantBmmOp op = parse(512, 512, 512, "f8E4M3FN");
-  for (const MfmaLayout &mfma : getMfmaLayouts()) {
-    if (mfma.blockScaled)
-      continue;
-    SCOPED_TRACE(mfma.mnemonic.str());
-    llvm::Expected<KernelPlan> plan = planKernel(
-        op, *lookupChip("gfx950"), tile(mfma.m, mfma.n, 1, mfma.shapeName));
-    if (mfma.f8f6f4) {
-      ASSERT_FALSE(static_cast<bool>(plan));
-      EXPECT_NE(llvm::toString(plan.takeError()).find(mfma.mnemonic.str()),
-                std::string::npos);
-      continue;
+  for (const char *chipName : {"gfx942", "gfx950"})
+    for (const MfmaLayout &mfma : getMfmaLayouts()) {
+      if (mfma.blockScaled)
+        continue;
+      SCOPED_TRACE(std::string(chipName) + " " + mfma.mnemonic.str());
+      const ChipInfo &chip = *lookupChip(chipName);
+      llvm::Expected<KernelPlan> plan =
+          planKernel(op, chip, tile(mfma.m, mfma.n, 1, mfma.shapeName));
+      if (!chip.hasMfma(mfma)) {
+        ASSERT_FALSE(static_cast<bool>(plan));
+        EXPECT_NE(llvm::toString(plan.takeError()).find(mfma.mnemonic.str()),
+                  std::string::npos);
+        continue;
+      }
+      ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+      EXPECT_EQ(plan->mfma, &mfma);
+      EXPECT_EQ(plan->laneGroups, mfma.getLaneGroups());
+      EXPECT_EQ(plan->operandBytes, mfma.getOperandBytesPerLane());
+      EXPECT_EQ(plan->accumulators, mfma.getAccumulatorsPerLane());
+      EXPECT_EQ(plan->unitsPerGroup * plan->unitBytes * plan->laneGroups, 512);
     }
-    ASSERT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
-    EXPECT_EQ(plan->mfma, &mfma);
-    EXPECT_EQ(plan->laneGroups, mfma.getLaneGroups());
-    EXPECT_EQ(plan->operandBytes, mfma.getOperandBytesPerLane());
-    EXPECT_EQ(plan->accumulators, mfma.getAccumulatorsPerLane());
-    EXPECT_EQ(plan->unitsPerGroup * plan->unitBytes * plan->laneGroups, 512);
-  }
 }
 
 } // namespace

@@ -110,6 +110,30 @@ TEST(TileSelection, HeuristicForOtherShapes) {
     }
 }
 
+TEST(TileSelection, F8F6F4WhereTheGroupHoldsItsK) {
+  // gfx950's f8f6f4 MFMAs model never slower than the 16x16x32 / 32x32x16
+  // tiles of the same blocks (TileTable.cpp), in the table and in the
+  // heuristic tiles; gfx942 has none, and a group shorter than their K keeps
+  // the older shapes.
+  for (StringRef chip : {"gfx942", "gfx950"})
+    for (auto [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{512, 128, 128},
+                           {128, 512, 128},
+                           {4096, 7168, 128},
+                           {384, 256, 64},
+                           {384, 256, 32}}) {
+      SCOPED_TRACE(chip.str() + " N = " + std::to_string(n) +
+                   " G = " + std::to_string(g));
+      auto selection = selectTiles(chip, n, k, g);
+      ASSERT_TRUE(static_cast<bool>(selection));
+      for (const TileConfig &tile : selection->tiles) {
+        // K of 16x16x128 and 32x32x64.
+        int64_t twinK = tile.mfma->m == 16 ? 128 : 64;
+        bool expected = chip == "gfx950" && g >= twinK;
+        EXPECT_EQ(tile.mfma->f8f6f4, expected) << tile.mfma->shapeName.str();
+      }
+    }
+}
+
 TEST(TileSelection, Errors) {
   auto unknown = selectTiles("gfx90a", 512, 128, 128);
   ASSERT_FALSE(static_cast<bool>(unknown));

@@ -80,9 +80,8 @@ inline constexpr int64_t kMaxUnrolledGroups = 8;
 inline constexpr int64_t kMaxBatchedLDSBytes = 32 * 1024;
 
 /// Plans the kernel of `tile` for `op` on `chip`, or says why it cannot be
-/// built (an MFMA the chip lacks or the generator does not lower, a group
-/// shorter than the MFMA's K, waves that cannot share the tile, split_k above
-/// the K-groups, too much LDS).
+/// built (an MFMA the chip lacks, a group shorter than the MFMA's K, waves
+/// that cannot share the tile, split_k above the K-groups, too much LDS).
 llvm::Expected<KernelPlan> planKernel(PrequantBmmOp op, const ChipInfo &chip,
                                       TileAttr tile);
 

@@ -31,8 +31,8 @@ static constexpr int64_t kAssumedBatch = 16;
 
 /// Picks one tile for the M range [minM, maxM] of a shape the table lacks:
 /// the widest N tile that still gives at least one workgroup per CU at the
-/// top of the range, the 32x32x16 MFMA for large blocks, and a block that
-/// fits the chip's LDS.
+/// top of the range, the 32x32x16 MFMA for large blocks (gfx950: the f8f6f4
+/// forms of both), and a block that fits the chip's LDS.
 static TileConfig pickTile(const ChipInfo &chip, int64_t n, int64_t groupSize,
                            int64_t numGroups, int64_t minM, int64_t maxM,
                            int64_t blockM) {
@@ -43,6 +43,13 @@ static TileConfig pickTile(const ChipInfo &chip, int64_t n, int64_t groupSize,
   static const MfmaLayout *const large = lookupMfma("m32n32k16");
   bool big = (blockM >= 64 && topM > 256) || groupSize < small->k;
   const MfmaLayout *mfma = big ? large : small;
+  // gfx950's f8f6f4 twin of the same output block, where the group holds its
+  // K: never slower in the timing model (fewer MFMAs per group, the table's
+  // comments give the numbers).
+  for (const MfmaLayout &twin : getMfmaLayouts())
+    if (twin.f8f6f4 && !twin.blockScaled && twin.m == mfma->m &&
+        twin.n == mfma->n && twin.k <= groupSize && chip.hasMfma(twin))
+      mfma = &twin;
   int64_t rows = mfma->m, columns = mfma->n;
   blockM = std::max(blockM, rows);
   while (blockM > rows &&

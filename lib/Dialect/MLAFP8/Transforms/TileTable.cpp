@@ -87,25 +87,56 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
       {513, 0, 32, 128, 8, k16, 1, 4},
   };
 
-  // gfx950 (MI355X: 256 CUs, 160 KiB LDS): the same K-up tiles, for the same
-  // reasons (a wave's chain does not depend on the CU count);
-  // bench/kernel-time.py compares them with the gfx950 peers.
+  // gfx950 (MI355X: 256 CUs, 160 KiB LDS): the gfx942 tile shapes, each
+  // with gfx950's f8f6f4 MFMA of the same output block. One 16x16x128 (or
+  // two 32x32x64) covers a 128-column group where 16x16x32 (32x32x16) takes
+  // four (eight): fewer issues and dependent-MFMA stalls, and the row scales
+  // are applied to one partial per group either way. Modelled on MI355X
+  // (bench/tile-sweep.cpp, B = 8, 16, 32, 128 and M = 1 to 1024), every
+  // f8f6f4 tile is as fast as or faster than its 16x16x32 / 32x32x16 twin
+  // at every (B, M); where both are HBM-bound they tie. So no gfx950 entry
+  // keeps the older shapes; they serve groups shorter than the f8f6f4 K
+  // (128 or 64; the heuristic tiles, TileSelection.cpp). The
+  // f8f6f4 issue cycles (32 / 64, ISA-NOTES.md section 4) are the uncertain
+  // constant here: at twice those (then no faster per k than the older
+  // shapes) 16x16x128 still wins on issue slots (V-up 16x64: 1.555 us
+  // against 1.660) and 32x32x64 ties 32x32x16 (K-up 128x256 at B = 8,
+  // M = 1024: 2.655 against 2.652).
+  //
+  // gfx950's 160 KiB of LDS does not pay here: every V-up tile below already
+  // holds one LDS copy per group (at most 17 KiB), and a 64x128 tile given
+  // four copies (33 KiB: kMaxBatchedLDSBytes raised to half of 160 KiB for
+  // the trial) models 2.078 us at M = 1 and 2.937 at B = 8, M = 64,
+  // issue-bound on its X passes, against 1.903 for 32x128.
+  static const MfmaLayout *const k128 = lookupMfma("m16n16k128");
+  static const MfmaLayout *const k64 = lookupMfma("m32n32k64");
+
+  // K-up: the same tiles as gfx942, for the same reasons (a wave's chain
+  // does not depend on the CU count). 16x128: 1.032 us at B <= 32 and
+  // M <= 16 (16x16x32: 1.048); 32x128: 1.102 (1.135), and 10.13 us at
+  // B = 128, M = 256 (10.51); 64x256: 1.640 us at B = 8, M = 512 (32x32x16:
+  // 1.710; 16x16x128: 1.655); 128x256: 2.475 at B = 8, M = 1024 (2.652),
+  // HBM-bound at B = 128 (22.02, a tie).
   static const TileConfig gfx950KUp[] = {
-      {1, 16, 16, 128, 8, k16},    {17, 32, 32, 128, 8, k16},
-      {33, 64, 32, 128, 8, k16},   {65, 128, 32, 128, 8, k16},
-      {129, 256, 32, 128, 8, k16}, {257, 512, 64, 256, 8, k32},
-      {513, 0, 128, 256, 8, k32},
+      {1, 16, 16, 128, 8, k128},    {17, 32, 32, 128, 8, k128},
+      {33, 64, 32, 128, 8, k128},   {65, 128, 32, 128, 8, k128},
+      {129, 256, 32, 128, 8, k128}, {257, 512, 64, 256, 8, k64},
+      {513, 0, 128, 256, 8, k64},
   };
 
-  // V-up on gfx950 leaves 16x64 earlier: with 256 CUs the 16x64 grid becomes
-  // issue-bound sooner at B = 128 (M = 64: 2.67 us against 2.36 for 16x128;
-  // M = 128: 5.35 against 3.67 for 32x128), at a cost of 0.08 and 0.31 us at
-  // B <= 32 (1.66 us for 16x64).
+  // V-up leaves 16x64 earlier than on gfx942: with 256 CUs the 16x64 grid
+  // becomes issue-bound sooner at B = 128 (M = 64: 2.63 us against 2.36
+  // for 16x128; M = 128: 5.25 against 3.67 for 32x128), at a cost of 0.05
+  // and 0.36 us at B <= 32. With 16x16x128: 16x64 1.545 us at B <= 32
+  // (16x16x32: 1.660), 16x128 1.593 (1.743), 32x128 1.903 (1.970) and at
+  // B = 128, M = 1024 23.31 (24.91). 32x128 with 4 waves of 32x32x64: 2.66
+  // us at B = 8, M = 64 (a wave's 32 rows of MFMAs in series); 64x128:
+  // 2.91, issue-bound on its X passes.
   static const TileConfig gfx950VUp[] = {
-      {1, 16, 16, 64, 4, k16, 1, 4},     {17, 32, 16, 64, 4, k16, 1, 4},
-      {33, 64, 16, 128, 8, k16, 1, 4},   {65, 128, 32, 128, 8, k16, 1, 4},
-      {129, 256, 32, 128, 8, k16, 1, 4}, {257, 512, 32, 128, 8, k16, 1, 4},
-      {513, 0, 32, 128, 8, k16, 1, 4},
+      {1, 16, 16, 64, 4, k128, 1, 4},     {17, 32, 16, 64, 4, k128, 1, 4},
+      {33, 64, 16, 128, 8, k128, 1, 4},   {65, 128, 32, 128, 8, k128, 1, 4},
+      {129, 256, 32, 128, 8, k128, 1, 4}, {257, 512, 32, 128, 8, k128, 1, 4},
+      {513, 0, 32, 128, 8, k128, 1, 4},
   };
 
   static const TileTableEntry table[] = {
