@@ -4,6 +4,10 @@ the AITER shim: on the emulator with the numpy-backed CPU fake torch,
 checked against the reference, and against the mocked HIP runtime, vLLM's
 whole 1..1024 warm-up included."""
 
+import os
+import pathlib
+import re
+import subprocess
 import sys
 import types
 
@@ -14,7 +18,7 @@ import mla_fp8
 from mla_fp8 import hip, serving
 import upstream_mla as up
 from test_aiter_shim import clean_aiter  # noqa: F401 (autouse fixture)
-from test_hip import FakeDevice, FakeHip, make_torch, unpack
+from test_hip import FakeDevice, fake, unpack  # noqa: F401
 from test_serving import assert_close
 from test_torch_op import make_cpu_torch
 
@@ -34,6 +38,13 @@ def tp8_bundle(tmp_path_factory):
 
 
 @pytest.fixture
+def session_bundle(tp8_bundle):
+    """Here the bundle that test_hip's `fake` fixture serves is tp8_bundle
+    (the session one stops at M = 64)."""
+    return tp8_bundle
+
+
+@pytest.fixture
 def cpu_torch(monkeypatch, tp8_bundle):
     """A torch with torch.library.custom_op whose CPU tensors are numpy
     arrays: the calls go through mla_fp8::prequant_bmm to the emulator."""
@@ -45,27 +56,26 @@ def cpu_torch(monkeypatch, tp8_bundle):
     serving.set_bundle(None)
 
 
-def hip_fixture(monkeypatch, bundle, arch):
-    torch = up.add_hip_view_ops(make_torch())
-    torch.cuda.get_device_properties = lambda device: types.SimpleNamespace(
-        gcnArchName=arch + ":sramecc+:xnack-")
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    lib = FakeHip()
-    monkeypatch.setattr(hip, "find_hip_library", lambda: "libamdhip64.so")
-    hip.reset_runtime()
-    hip.get_runtime(loader=lambda path: lib)
-    serving.set_bundle(bundle)
-    return torch, lib
-
-
 @pytest.fixture(params=["gfx942", "gfx950"])
-def hip_torch(request, monkeypatch, tp8_bundle):
-    """test_hip's fake torch (tensors are addresses and strides) on a
-    device of the chip, and the mocked libamdhip64."""
-    torch, lib = hip_fixture(monkeypatch, tp8_bundle, request.param)
-    yield request.param, torch, lib
-    hip.reset_runtime()
-    serving.set_bundle(None)
+def hip_torch(request, fake):
+    """test_hip's fake torch (tensors are addresses and strides) and mocked
+    libamdhip64, on a device of the chip."""
+    torch, lib = fake
+    up.add_hip_view_ops(torch)
+    torch.cuda.get_device_properties = lambda device: types.SimpleNamespace(
+        gcnArchName=request.param + ":sramecc+:xnack-")
+    return request.param, torch, lib
+
+
+def mocked_vllm_layer(torch, chip):
+    """A VllmMla whose weights are test_hip's fake tensors."""
+    dev = FakeDevice()
+    fp8 = getattr(torch, up.FP8[chip][0])
+    return up.VllmMla(
+        torch, up.aiter_function(), torch.Tensor((B, 512, 128), fp8, dev),
+        torch.Tensor((), torch.float32, dev),
+        torch.Tensor((B, 128, 512), fp8, dev),
+        torch.Tensor((), torch.float32, dev))
 
 
 def bf16_tensor(torch, rng, shape, scale=1.0):
@@ -79,6 +89,15 @@ def fp8_tensor(torch, bits, chip):
 
 def scale_tensor(torch, value):
     return torch.Tensor(np.array(value, dtype=np.float32), torch.float32)
+
+
+def emulated_vllm_layer(torch, chip, w_k, w_k_scale, w_v, w_v_scale):
+    """A VllmMla whose weights are CPU tensors of vllm_weights' values."""
+    return up.VllmMla(torch, up.aiter_function(),
+                      fp8_tensor(torch, w_k, chip),
+                      scale_tensor(torch, w_k_scale),
+                      fp8_tensor(torch, w_v, chip),
+                      scale_tensor(torch, w_v_scale))
 
 
 def reference(x, w, scale, chip, **kwargs):
@@ -111,12 +130,9 @@ def test_vllm_weight_quantization(rng):
 @pytest.mark.parametrize("chip", ["gfx942", "gfx950"])
 def test_vllm_decode_step_emulated(cpu_torch, rng, chip):
     torch = cpu_torch
-    w_k, w_k_scale, w_v, w_v_scale = up.vllm_weights(
+    w_k, w_k_scale, w_v, w_v_scale = weights = up.vllm_weights(
         up.kv_b_proj_weight(rng), chip)
-    layer = up.VllmMla(torch, up.aiter_function(), fp8_tensor(torch, w_k, chip),
-                       scale_tensor(torch, w_k_scale),
-                       fp8_tensor(torch, w_v, chip),
-                       scale_tensor(torch, w_v_scale))
+    layer = emulated_vllm_layer(torch, chip, *weights)
     # K-up: X is (N, B, P) = q[:5].view(...)[..., :128].transpose(0, 1).
     q = bf16_tensor(torch, rng, (PADDED, B * up.QK_HEAD))
     x, ql_nope = layer.qk(q, TOKENS)
@@ -180,14 +196,12 @@ def test_vllm_warm_up_emulated(cpu_torch, rng, tp8_bundle):
     whatever memory held: here they are random, to check the results."""
     torch = cpu_torch
     chip = "gfx942"
-    w_k, w_k_scale, w_v, w_v_scale = up.vllm_weights(
+    w_k, w_k_scale, w_v, w_v_scale = weights = up.vllm_weights(
         up.kv_b_proj_weight(rng), chip)
-    layer = up.VllmMla(torch, up.aiter_function(), fp8_tensor(torch, w_k, chip),
-                       scale_tensor(torch, w_k_scale),
-                       fp8_tensor(torch, w_v, chip),
-                       scale_tensor(torch, w_v_scale))
+    layer = emulated_vllm_layer(torch, chip, *weights)
     kernels = [k for k in mla_fp8.load_bundle(tp8_bundle).kernels()
-               if k.chip == chip and (k.n, k.k) == K_UP]
+               if k.chip == chip and (k.n, k.k) == K_UP and
+               k.in_type == "bf16"]
     ms = sorted(k.min_m for k in kernels if k.min_m <= 256)
     assert len(ms) >= 5, ms
 
@@ -211,14 +225,7 @@ def test_vllm_warm_up_mocked_hip(hip_torch, tp8_bundle):
     layout (B, M, K) in, (M, B, N) out; nothing compiled, allocated with
     hipMalloc or loaded twice."""
     chip, torch, lib = hip_torch
-    dev = FakeDevice()
-    fp8 = getattr(torch, up.FP8[chip][0])
-    layer = up.VllmMla(
-        torch, up.aiter_function(), torch.Tensor((B, 512, 128), fp8, dev),
-        torch.Tensor((), torch.float32, dev),
-        torch.Tensor((B, 128, 512), fp8, dev),
-        torch.Tensor((), torch.float32, dev))
-    calls = layer.warm_up()
+    calls = mocked_vllm_layer(torch, chip).warm_up()
     assert len(calls) == len(lib.launches) == 2 * len(up.WARMUP_M)
     bundle = mla_fp8.load_bundle(tp8_bundle)
     used = set()
@@ -234,7 +241,9 @@ def test_vllm_warm_up_mocked_hip(hip_torch, tp8_bundle):
         assert (values["x_stride_b"], values["x_stride_m"]) == (m * k, k)
         assert y.shape == (m, B, n) and values["y"] == y.data_ptr()
         assert (values["y_stride_b"], values["y_stride_m"]) == (n, B * n)
-    assert used == {c.symbol for c in bundle.kernels() if c.chip == chip}
+    # Every bf16 kernel of the chip (the bundle also has f16 ones).
+    assert used == {c.symbol for c in bundle.kernels()
+                    if c.chip == chip and c.in_type == "bf16"}
     loads = [c for c in lib.calls if c[0] == "hipModuleLoadData"]
     assert len(loads) == 1 and not lib.mallocs
 
@@ -244,12 +253,7 @@ def test_vllm_decode_step_mocked_hip(hip_torch, tp8_bundle):
     vLLM's output buffer through YQ=out."""
     chip, torch, lib = hip_torch
     dev = FakeDevice()
-    fp8 = getattr(torch, up.FP8[chip][0])
-    layer = up.VllmMla(
-        torch, up.aiter_function(), torch.Tensor((B, 512, 128), fp8, dev),
-        torch.Tensor((), torch.float32, dev),
-        torch.Tensor((B, 128, 512), fp8, dev),
-        torch.Tensor((), torch.float32, dev))
+    layer = mocked_vllm_layer(torch, chip)
     q = torch.Tensor((PADDED, B * up.QK_HEAD), torch.bfloat16, dev)
     _, ql_nope = layer.qk(q, TOKENS)
     attn_out = torch.Tensor((TOKENS, B, 512), torch.bfloat16, dev)
@@ -315,3 +319,24 @@ def test_sglang_decode_step_mocked_hip(hip_torch, tp8_bundle):
                                                                   512)
     assert (values["x_stride_b"], values["x_stride_m"]) == (512, B * 512)
     assert y.shape == (B, TOKENS, up.V_HEAD)
+
+
+def test_warm_up_bench(tp8_bundle):
+    """bench/warmup.py runs the same loop and reports its times."""
+    script = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
+        "warmup.py"
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(
+        os.path.dirname(mla_fp8.__file__)))
+    child = subprocess.run(
+        [sys.executable, str(script), "--bundle", str(tp8_bundle), "--chip",
+         "gfx950", "--repeat", "1"], env=env, capture_output=True,
+        text=True, timeout=300, check=False)
+    assert child.returncode == 0, child.stderr
+    lines = child.stdout.splitlines()
+    assert lines[0] == ("vLLM warm-up, DeepSeek-R1 TP8 on gfx950 (mocked "
+                        "HIP): 2048 calls (M = 1..1024, K-up and V-up)")
+    assert re.fullmatch(r"  first pass: +[\d.]+ ms total, +[\d.]+ us median "
+                        r"per call \(loads the code object\)", lines[1])
+    assert re.fullmatch(r"  later passes: +[\d.]+ ms total \(median of 1\), "
+                        r"+[\d.]+ us median per call, +[\d.]+ us p99",
+                        lines[2])
