@@ -5,9 +5,13 @@ on the mocked HIP runtime with the compiler module absent, as on a ROCm
 machine given only the serving module."""
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 import mla_fp8
 
@@ -168,3 +172,22 @@ def test_hip_serving_without_the_compiler(session_bundle):
     assert out["native"] == "['mla_fp8._mla_fp8']"
     # Only asking for the compiler fails, naming the module.
     assert "_mla_fp8_compiler" in out["compiler"]
+
+
+def test_serving_module_needs_only_llvm():
+    """What the serving module needs on a ROCm machine (README, On a ROCm
+    machine): LLVM's runtime library and the C and C++ runtimes; no MLIR."""
+    readelf = shutil.which("readelf")
+    if readelf is None:
+        pytest.skip("needs readelf (binutils) to read the module's "
+                    "dynamic section")
+    from mla_fp8 import _mla_fp8  # pylint: disable=import-outside-toplevel
+    dynamic = subprocess.run([readelf, "-d", _mla_fp8.__file__],
+                             capture_output=True, text=True, check=True)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]",
+                        dynamic.stdout)
+    runtimes = re.compile(r"(libc|libm|libstdc\+\+|libgcc_s)\.so\.\d+|"
+                          r"ld-linux.*\.so\.\d+")
+    assert [n for n in needed if not runtimes.fullmatch(n)] == [
+        n for n in needed if re.fullmatch(r"libLLVM\.so\.[\d.]+", n)]
+    assert any(n.startswith("libLLVM") for n in needed)

@@ -35,8 +35,10 @@ Read from these upstream snapshots (repository, commit, file: what):
   python/sglang/srt/models/deepseek_common/deepseek_weight_loader.py:
   post_load_weights (block_quant_to_tensor_quant of kv_b_proj, one scale
   for w_kc and w_vc; w_kc stored transpose(1, 2).contiguous().transpose(1,
-  2), w_vc contiguous().transpose(1, 2)). input_to_float8 (its fp8 max is
-  224 for e4m3fnuz on ROCm) was read at the same snapshot.
+  2), w_vc contiguous().transpose(1, 2)); the per-tensor step,
+  input_to_float8 in python/sglang/srt/layers/quantization/fp8_utils.py,
+  quantizes with an fp8 max of 224 for e4m3fnuz on ROCm (fp8_kernel's
+  fp8_max) and finfo.max for e4m3fn.
 * ROCm/aiter e4048607a535ace3a2b51ded31b1c8c2d45c0879: the wrapper's
   argument order and meaning (X (B, M, K) or (M, B, K), WQ (B, N, K)).
 
@@ -82,7 +84,8 @@ def _bf16(values):
 
 def kv_b_proj_weight(rng):
     """DeepSeek-R1's kv_b_proj at TP 8 as (out, in) = (N * (P + V), L)
-    floats: bf16 values of the scale such weights have."""
+    floats: bf16 values, normal with deviation 0.02 (any scale would do:
+    the per-tensor quantization takes it out)."""
     return _bf16(rng.standard_normal(
         (HEADS * (QK_NOPE + V_HEAD), KV_LORA_RANK)) * 0.02)
 
