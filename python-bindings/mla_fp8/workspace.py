@@ -275,8 +275,8 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
       batch: the largest B (heads per rank); None: the largest the bundle's
         split-K kernels were generated for.
       captures: how many graph captures get a workspace of their own: the
-        number of graphs whose capture launches a split-K kernel (with the
-        default bundle, one per captured batch size M <= 16).
+        number of graphs whose capture launches a split-K kernel (the
+        default bundle has none; `--tile` bundles may).
 
     Returns:
       the bytes of each workspace reserved: the most any split-K kernel of

@@ -150,7 +150,8 @@ SmallVector<Value> KernelEmitter::emitGroups(SmallVector<Value> accs) {
     return accs;
   auto tailGroup = [&](ValueRange current) {
     return emitGroup(
-        loadGroup(cst(p.fullGroups * p.groupSize), /*partial=*/true), current);
+        loadGroup(cst(p.fullGroups * p.groupSize), /*partial=*/true), current,
+        /*more=*/false);
   };
   if (!split)
     return tailGroup(accs);
@@ -189,7 +190,8 @@ SmallVector<Value> KernelEmitter::emitUnrolledGroups(Value kBegin,
   if (p.ldsBuffers == 1) {
     for (int64_t g = 0; g < count; ++g) {
       issueAhead(g);
-      accs = emitGroup(inFlight[g], accs);
+      accs = emitGroup(inFlight[g], accs,
+                       /*more=*/g + 1 < count || p.tailColumns != 0);
       // Keeps the scheduler from pulling this group's waits into the
       // previous group's MFMAs, or its MFMAs below the next group's
       // quantization.

@@ -38,7 +38,7 @@ private:
                                    SmallVector<Value> accs);
   /// The global loads of one K-group starting at column `k0`: the W units
   /// ([N tile][unit]) followed by the raw X chunks ([pass][chunk]), all
-  /// unconditional. Issued one group ahead when the tile has stages > 1.
+  /// unconditional. Issued `stages - 1` groups ahead of their compute.
   SmallVector<Value> loadGroup(Value k0, bool partial);
   /// An `amdgpu.sched_barrier` that no instruction crosses: it pins the order
   /// of the loads and of the waits for them.
@@ -47,8 +47,10 @@ private:
   /// scales.
   void quantizeRows(ValueRange xChunks);
   /// One K-group from its loads: quantizes X into LDS, runs the MFMAs and
-  /// returns the updated accumulators.
-  SmallVector<Value> emitGroup(ValueRange loads, ValueRange accs);
+  /// returns the updated accumulators. `more`: another group's quantization
+  /// follows, which must wait (a barrier) until every wave has read the LDS.
+  SmallVector<Value> emitGroup(ValueRange loads, ValueRange accs,
+                               bool more = true);
   /// The X chunks among a group's loads (loadGroup's order).
   ValueRange getXLoads(ValueRange loads) const {
     return loads.drop_front(p.ntPerWave * p.unitsPerGroup);

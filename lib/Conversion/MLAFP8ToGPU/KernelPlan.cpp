@@ -107,11 +107,28 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
                          : p.tailColumns == 0 && p.numGroups % splitK == 0
                              ? p.numGroups / splitK
                              : 0;
-  p.unrolledGroups = staticGroups <= kMaxUnrolledGroups ? staticGroups : 0;
+  // In straight-line code the scheduler moves work between groups (it may
+  // issue any group's loads, LDS reads and conversions early), so the
+  // registers of every group's loads (X counted as the f32 values it is
+  // widened to) must fit, and with one LDS copy per group also their A
+  // operands. Beyond kMaxUnrolledLoadRegisters per lane LLVM spilled: single-
+  // wave 64x32 and 128x32 tiles of 8 groups ran at up to twice the loop's
+  // time, even with one group in flight. Batching is dropped first, then the
+  // unrolling.
+  int64_t wRegisters = p.ntPerWave * p.unitsPerGroup * p.unitBytes / 4;
+  int64_t aRegisters = p.mtPerWave * p.unitsPerGroup * p.unitBytes / 4;
+  int64_t xRegisters = p.passes * p.chunksPerLane * kChunkColumns;
+  int64_t unrolledRegisters = staticGroups * (wRegisters + xRegisters);
+  int64_t batchedRegisters = unrolledRegisters + staticGroups * aRegisters;
+  p.unrolledGroups = staticGroups <= kMaxUnrolledGroups &&
+                             unrolledRegisters <= kMaxUnrolledLoadRegisters
+                         ? staticGroups
+                         : 0;
   p.ldsABytes = tile.getBlockM() * p.groupSize;
   int64_t copyBytes = kernel_abi::getLDSBytes(tile.getBlockM(), p.groupSize);
   p.ldsBuffers = p.unrolledGroups > 1 &&
-                         p.unrolledGroups * copyBytes <= kMaxBatchedLDSBytes
+                         p.unrolledGroups * copyBytes <= kMaxBatchedLDSBytes &&
+                         batchedRegisters <= kMaxUnrolledLoadRegisters
                      ? p.unrolledGroups
                      : 1;
   int64_t lds = p.ldsBuffers * copyBytes;

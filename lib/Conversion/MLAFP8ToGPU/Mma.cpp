@@ -8,12 +8,13 @@
 using namespace mlir;
 using namespace mlir::mlafp8;
 
-SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs) {
+SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs,
+                                            bool more) {
   quantizeRows(getXLoads(loads));
   gpu::BarrierOp::create(b);
   SmallVector<Value> results = multiplyGroup(loads, accs);
   // The next group's quantization rewrites the LDS copy.
-  if (p.maxGroupsPerWorkgroup > 1)
+  if (more && p.maxGroupsPerWorkgroup > 1)
     gpu::BarrierOp::create(b);
   return results;
 }

@@ -7,6 +7,7 @@
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 dump=%t" -o /dev/null
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/g512_kernels.hsaco | FileCheck %s --check-prefix=G512 --implicit-check-not=ds_swizzle --implicit-check-not=ds_bpermute
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/g256_kernels.hsaco | FileCheck %s --check-prefix=G256 --implicit-check-not=ds_swizzle --implicit-check-not=ds_bpermute --implicit-check-not=v_permlane32
+// RUN: llvm-objdump -d --mcpu=gfx950 %t/g256_kernels.hsaco | FileCheck %s --check-prefix=G256MFMA
 
 // G512-LABEL: _g512_bf16_gfx950_m1_inf>:
 // G512: v_max_u32_dpp {{.*}}row_mirror row_mask:0xf bank_mask:0xf
@@ -23,8 +24,14 @@
 // G256-NOT: {{s_waitcnt|ds_}}
 // G256: v_permlane16_swap_b32
 // G256: ds_write_b64
-// G256: v_mfma_f32_32x32x64_f8f6f4
 // G256: s_endpgm
+// Its two groups of 32 rows x 256 columns take more registers than straight-
+// line code may hold (KernelPlan's kMaxUnrolledLoadRegisters): a loop, whose
+// MFMAs the layout places before the quantization.
+// G256MFMA-LABEL: _g256_bf16_gfx950_m1_inf>:
+// G256MFMA: v_mfma_f32_32x32x64_f8f6f4
+// G256MFMA: s_cbranch_vccz
+// G256MFMA: s_endpgm
 
 func.func @g512(%x: tensor<16x?x1024xbf16>, %w: tensor<16x512x1024xf8E4M3FN>,
                 %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {

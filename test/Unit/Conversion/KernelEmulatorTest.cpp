@@ -412,3 +412,31 @@ TEST(KernelEmulator, F8F6F4LongGroups) {
 }
 
 } // namespace
+
+TEST(KernelEmulator, StraightLineGroupsAndDeepLoops) {
+  // The group schedules KernelPlan picks (KernelPlanTest covers which is
+  // picked), each against the reference with NaN/Inf rows and zero groups:
+  const MfmaLayout *k16 = lookupMfma("m16n16k32");
+  const MfmaLayout *k32 = lookupMfma("m32n32k16");
+  Case c;
+  c.N = 64;
+  c.specials = true;
+  c.ms = {3, 40};
+  // eight straight-line groups, one LDS copy each, all loaded at once;
+  c.K = 1024;
+  c.tiles = {{1, 0, 16, 64, 4, k16, 1, 4}};
+  runCase(c);
+  // eight straight-line groups, one copy for all (its A operands exceed the
+  // register budget), two groups in flight;
+  c.tiles = {{1, 0, 32, 64, 4, k16, 1, 2}};
+  runCase(c);
+  // a loop of nine groups with three and four groups in flight, the last
+  // iterations re-loading the clamped last group;
+  c.K = 1152;
+  c.tiles = {{1, 16, 16, 64, 4, k16, 1, 3}, {17, 0, 32, 64, 2, k32, 1, 4}};
+  runCase(c);
+  // splits of four straight-line groups each, and uneven splits (a loop).
+  c.K = 1024;
+  c.tiles = {{1, 16, 16, 64, 4, k16, 2, 4}, {17, 0, 16, 64, 4, k16, 3, 2}};
+  runCase(c);
+}

@@ -203,3 +203,44 @@ TEST_F(KernelPlanTest, EveryRecordIsPlannedOrNamed) {
 }
 
 } // namespace
+
+TEST_F(KernelPlanTest, StraightLineGroupsWithinTheirBudgets) {
+  auto shape = [&](int64_t n, int64_t k, int64_t g, TileAttr attr) {
+    llvm::Expected<KernelPlan> plan =
+        planKernel(parse(n, k, g), *lookupChip("gfx942"), attr);
+    EXPECT_TRUE(static_cast<bool>(plan)) << llvm::toString(plan.takeError());
+    return plan ? std::pair{plan->unrolledGroups, plan->ldsBuffers}
+                : std::pair<int64_t, int64_t>{-1, -1};
+  };
+  using Pair = std::pair<int64_t, int64_t>;
+  // DeepSeek's V-up tiles: four groups, four LDS copies (96 and 128 of the
+  // 128 registers).
+  EXPECT_EQ(shape(128, 512, 128, tile(16, 64, 4, "m16n16k32", 1, 4)),
+            Pair(4, 4));
+  EXPECT_EQ(shape(128, 512, 128, tile(32, 128, 8, "m16n16k32", 1, 4)),
+            Pair(4, 4));
+  // One group (K-up): straight-line, one copy.
+  EXPECT_EQ(shape(512, 128, 128, tile(32, 128, 8, "m16n16k32")), Pair(1, 1));
+  // Eight groups of 32x128: their loads fit (128) but not with the A
+  // operands of eight copies: unrolled with one copy, a barrier pair each.
+  EXPECT_EQ(shape(128, 1024, 128, tile(32, 128, 8, "m16n16k32", 1, 2)),
+            Pair(8, 1));
+  // Single-wave 64x32 and 128x32 tiles of eight 64-column groups spilled
+  // when unrolled (16 and 32 X chunks per lane and group): a loop.
+  EXPECT_EQ(shape(128, 512, 64, tile(64, 32, 1, "m32n32k16", 1, 2)),
+            Pair(0, 1));
+  EXPECT_EQ(shape(128, 512, 64, tile(128, 32, 1, "m32n32k16", 1, 1)),
+            Pair(0, 1));
+  // More than eight groups: a loop; a split with a static count: unrolled.
+  EXPECT_EQ(shape(128, 1152, 128, tile(16, 64, 4, "m16n16k32", 1, 2)),
+            Pair(0, 1));
+  EXPECT_EQ(shape(128, 1024, 128, tile(16, 64, 4, "m16n16k32", 2, 2)),
+            Pair(4, 4));
+  // A partial group (K = 200) leaves splits without a static count.
+  EXPECT_EQ(shape(128, 200, 128, tile(16, 64, 4, "m16n16k32", 2, 1)),
+            Pair(0, 1));
+  // Two LDS copies of a 128-row tile exceed kMaxBatchedLDSBytes (2 x
+  // 16.5 KiB), although the registers would allow them (96).
+  EXPECT_EQ(shape(64, 256, 128, tile(128, 16, 8, "m16n16k32", 1, 2)),
+            Pair(2, 1));
+}

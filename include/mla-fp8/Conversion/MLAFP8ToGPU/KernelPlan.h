@@ -74,6 +74,12 @@ struct KernelPlan {
 /// than a loop: DeepSeek's V-up (K = 512) has 4, K = 1024 has 8.
 inline constexpr int64_t kMaxUnrolledGroups = 8;
 
+/// The most VGPRs per lane that the loads (and, batched, the A operands) of
+/// all straight-line groups may take: DeepSeek's V-up tiles take 96 and 128;
+/// the accumulators and addresses need the rest of the budget LLVM keeps
+/// without spilling.
+inline constexpr int64_t kMaxUnrolledLoadRegisters = 128;
+
 /// The most LDS that the per-group copies of an unrolled kernel may take:
 /// half of gfx942's 64 KiB, so that LDS never limits residency below two
 /// workgroups per CU.

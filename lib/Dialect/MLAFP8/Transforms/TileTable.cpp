@@ -20,8 +20,10 @@
 // through LDS needed); the remaining waves split M.
 //
 // V-up has four K-groups per row: its tiles use stages = 4, so the global loads
-// of every group (W fragments and X rows) are in flight while group 0 is
-// quantized and multiplied. K-up has one group, where stages changes nothing.
+// of every group (W fragments and X rows) are issued before group 0 is
+// quantized; every group is quantized into its own LDS copy, then all are
+// multiplied (KernelPlan::ldsBuffers). K-up has one group, where stages
+// changes nothing.
 //
 //===----------------------------------------------------------------------===//
 
