@@ -28,6 +28,8 @@ The bundle is loaded once per directory. Lookup order:
    ``$XDG_CACHE_HOME/mla-fp8/bundle`` (``~/.cache/mla-fp8/bundle``).
 
 When none holds a manifest.json, BundleNotFoundError says what was tried.
+A bundle found at a default location stays the one used until
+``set_bundle`` is called (the locations are not searched on every call).
 """
 
 import os
@@ -55,6 +57,7 @@ DEFAULT_EMULATE_CHIP = "gfx942"
 
 _lock = threading.Lock()
 _explicit = None
+_found = None  # the bundle found at a default location
 _bundles = {}
 
 _TORCH_HALF = {"bfloat16": "bf16", "float16": "f16"}
@@ -75,6 +78,11 @@ def default_bundle_paths():
 
 
 def _load(path):
+    # Keyed by absolute paths: one given as such is found without
+    # normalizing it (the drop-in looks $MLA_FP8_BUNDLE up on every call).
+    bundle = _bundles.get(path)
+    if bundle is not None:
+        return bundle
     path = os.path.abspath(os.fspath(path))
     with _lock:
         bundle = _bundles.get(path)
@@ -89,7 +97,8 @@ def set_bundle(bundle):
     The bundle is loaded (and checked) now. None restores the lookup of
     $MLA_FP8_BUNDLE and the default locations.
     """
-    global _explicit  # pylint: disable=global-statement
+    global _explicit, _found  # pylint: disable=global-statement
+    _found = None
     if bundle is None or isinstance(bundle, Bundle):
         _explicit = bundle
         return bundle
@@ -102,15 +111,19 @@ def set_bundle(bundle):
 
 def get_bundle():
     """The bundle the drop-in call uses (see the module's lookup order)."""
+    global _found  # pylint: disable=global-statement
     if _explicit is not None:
         return _explicit
     env = os.environ.get("MLA_FP8_BUNDLE")
     if env:
         return _load(env)
+    if _found is not None:
+        return _found
     tried = []
     for path in default_bundle_paths():
         if os.path.isfile(os.path.join(path, "manifest.json")):
-            return _load(path)
+            _found = _load(path)
+            return _found
         tried.append(path)
     raise BundleNotFoundError(
         "no mla-fp8 kernel bundle: call mla_fp8.set_bundle(path), set "

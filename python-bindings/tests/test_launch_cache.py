@@ -236,3 +236,27 @@ def test_no_allocation_per_call(mock):
     last = lib.last_launch
     assert pointers(last)[:5] == (x.data_ptr(), w.data_ptr(), s.data_ptr(),
                                   0, out.data_ptr())
+
+
+def test_bundle_lookup_without_searching_each_call(monkeypatch, tmp_path,
+                                                   session_bundle):
+    """$MLA_FP8_BUNDLE is read on every call (a change takes effect); a
+    bundle found at a default location is kept until set_bundle()."""
+    serving.set_bundle(None)
+    monkeypatch.delenv("MLA_FP8_BUNDLE", raising=False)
+    searched = []
+    monkeypatch.setattr(serving, "default_bundle_paths",
+                        lambda: searched.append(1) or [
+                            str(tmp_path / "none"), str(session_bundle)])
+    found = serving.get_bundle()
+    assert serving.get_bundle() is found and len(searched) == 1
+    other = tmp_path / "other"
+    other.symlink_to(session_bundle)
+    monkeypatch.setenv("MLA_FP8_BUNDLE", str(other))
+    assert serving.get_bundle().directory == str(other)
+    assert serving.get_bundle() is serving.get_bundle()
+    monkeypatch.delenv("MLA_FP8_BUNDLE")
+    assert serving.get_bundle() is found and len(searched) == 1
+    serving.set_bundle(None)
+    assert serving.get_bundle() is found and len(searched) == 2
+    serving.set_bundle(None)
