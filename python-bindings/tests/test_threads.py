@@ -7,6 +7,8 @@ import struct
 import sys
 import threading
 
+import pytest
+
 import mla_fp8
 from mla_fp8 import hip, serving
 from hip_mock import FakeDevice, FakeHip, FakeStream, make_torch
@@ -20,16 +22,24 @@ WORKERS = [(0, 0xA000), (0, 0xA000), (0, 0xA100), (1, 0xB000), (1, 0xB000),
 CALLS = 400
 
 
-def test_threads_on_two_devices(monkeypatch, session_bundle):
+@pytest.fixture
+def split_k(monkeypatch, session_bundle):
+    """(fake torch, fake libamdhip64), V-up kernels taking a workspace of
+    8192 bytes (the bundle has no split-K tile)."""
     torch = make_torch()
     monkeypatch.setitem(sys.modules, "torch", torch)
     lib = FakeHip()
     hip.reset_runtime(hip.HipRuntime(lib, "fake"))
     serving.set_bundle(session_bundle)
-    # V-up kernels take a workspace here (the bundle has no split-K tile):
-    # each (device, stream) must get its own.
     monkeypatch.setattr(mla_fp8.Kernel, "workspace_bytes",
                         lambda self, m, b: 8192 if self.n == 128 else 0)
+    yield torch, lib
+    hip.reset_runtime()
+    serving.set_bundle(None)
+
+
+def test_threads_on_two_devices(monkeypatch, split_k):
+    torch, lib = split_k
     # Switch threads often, so that a race has chances to show.
     monkeypatch.setattr(sys, "getswitchinterval", sys.getswitchinterval)
     sys.setswitchinterval(1e-6)
@@ -59,14 +69,10 @@ def test_threads_on_two_devices(monkeypatch, session_bundle):
 
     threads = [threading.Thread(target=work, args=(number, index, stream))
                for number, (index, stream) in enumerate(WORKERS)]
-    try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    finally:
-        hip.reset_runtime()
-        serving.set_bundle(None)
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     assert not errors, errors
     assert len(lib.launches) == 2 * CALLS * len(WORKERS)
 
@@ -99,34 +105,27 @@ def test_threads_on_two_devices(monkeypatch, session_bundle):
     assert len(loads) == 2 and len(set(lib.module_devices.values())) == 2
 
 
-def test_prepare_per_device(monkeypatch, session_bundle):
-    """Workspaces reserved for one device are never handed to another."""
-    torch = make_torch()
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    lib = FakeHip()
-    hip.reset_runtime(hip.HipRuntime(lib, "fake"))
-    serving.set_bundle(session_bundle)
-    monkeypatch.setattr(mla_fp8.Kernel, "workspace_bytes",
-                        lambda self, m, b: 8192 if self.n == 128 else 0)
+def test_prepare_per_device(split_k):
+    """Workspaces reserved for graph captures on one device (what
+    prepare() does) are never handed to another."""
+    torch, lib = split_k
     devices = (0, 1)
-    try:
-        cache = mla_fp8.workspace._cache_of(hip.get_runtime())
-        for index in devices:
-            cache.reserve(index, torch.streams[index], 8192, 1,
-                          FakeDevice("cuda", index))
-        reserved = {index: [t.data_ptr() for t, s in torch.allocations
-                            if t.dtype is torch.uint8 and
-                            t.device.index == index]
-                    for index in devices}
-        for index in devices:
-            lib.capturing[torch.streams[index]] = (hip.CAPTURE_ACTIVE,
-                                                   10 + index)
-            x, w, s, out = v_up(torch, dev=FakeDevice("cuda", index))
-            call(x, w, s, YQ=out, transpose_bm=True)
-            space = struct.unpack_from("<Q", lib.launches[-1]["kernargs"],
-                                       80)[0]
-            # The device's spare (the eager one is the first reserved).
-            assert space == reserved[index][1]
-    finally:
-        hip.reset_runtime()
-        serving.set_bundle(None)
+    cache = mla_fp8.workspace._cache_of(hip.get_runtime())
+    for index in devices:
+        cache.reserve(index, torch.streams[index], 8192, 1,
+                      FakeDevice("cuda", index))
+    reserved = {index: [t.data_ptr() for t, s in torch.allocations
+                        if t.dtype is torch.uint8 and
+                        t.device.index == index]
+                for index in devices}
+    # Device 1 captures first: a pool shared by the devices would hand it
+    # device 0's spare, reserved first.
+    for index in reversed(devices):
+        lib.capturing[torch.streams[index]] = (hip.CAPTURE_ACTIVE,
+                                               10 + index)
+        x, w, s, out = v_up(torch, dev=FakeDevice("cuda", index))
+        call(x, w, s, YQ=out, transpose_bm=True)
+        space = struct.unpack_from("<Q", lib.launches[-1]["kernargs"],
+                                   80)[0]
+        # The device's spare (the eager one is the first reserved).
+        assert space == reserved[index][1]
