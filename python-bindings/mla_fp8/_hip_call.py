@@ -21,7 +21,7 @@ calls:
   restored.
 
 Plans live on the HipRuntime whose function handles they hold, so
-replacing the runtime drops them. Two threads may share a plan: its lock is
+replacing the runtime drops them; past MAX_PLANS the cache starts again. Two threads may share a plan: its lock is
 held from patching the pointers to the launch's return. With
 ``MLA_FP8_LOG=1``, building a plan logs which kernel serves the call's
 shape, once per (kernel, device) (see mla_fp8._log).
@@ -37,6 +37,10 @@ __all__ = ["call"]
 _POINTERS = ("x", "w", "w_scale", "bias", "y", "workspace")
 #: The inputs YQ must not overlap, in Plan.disjoint's order.
 _NAMES = ("X", "WQ", "w_scale", "bias")
+#: Plans a runtime keeps at most; past that the cache starts again (a
+#: serving process sees a few per M of its batch sizes; only callers whose
+#: strides keep changing reach this).
+MAX_PLANS = 8192
 
 
 def _raw_stream_getter(torch):
@@ -202,6 +206,8 @@ def call(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                                          transpose_bm_in, chip)
         if key is not None and cacheable and runtime is not None and \
                 runtime is hip._runtime:
+            if len(runtime.launches) >= MAX_PLANS:
+                runtime.launches.clear()
             runtime.launches.setdefault(key, plan)
     return plan.run(runtime, X, WQ, w_scale, bias, YQ)
 

@@ -10,7 +10,8 @@ one used; a path is searched only when none is mapped.
 Code objects are loaded once per device with ``hipModuleLoadData``; kernel
 arguments are packed at the manifest's offsets into one buffer passed with
 the ``HIP_LAUNCH_PARAM_BUFFER_*`` extra parameters of
-``hipModuleLaunchKernel``. Split-K workspaces are mla_fp8.workspace's.
+``hipModuleLaunchKernel``; a PreparedLaunch keeps that buffer for a launch
+repeated with other pointers. Split-K workspaces are mla_fp8.workspace's.
 """
 
 import ctypes

@@ -17,7 +17,8 @@ Where the kernel runs depends on the arrays:
   torch has torch.library.custom_op (mla_fp8.torch_op), directly otherwise.
   On a ROCm device they run on the GPU through HIP (mla_fp8.hip), on the
   current stream of the tensors' device; the chip is the `chip` keyword,
-  else the device's gcnArchName. CPU tensors run on the emulator, as numpy
+  else the device's gcnArchName. The checks run once per call signature
+  (mla_fp8._hip_call caches the checked launch). CPU tensors run on the emulator, as numpy
   arrays do, the chip defaulting to the one whose format WQ's fp8 dtype is.
 
 The bundle is loaded once per directory. Lookup order:

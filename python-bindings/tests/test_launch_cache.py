@@ -7,6 +7,7 @@ import gc
 import struct
 import sys
 import tracemalloc
+import types
 
 import pytest
 
@@ -260,3 +261,20 @@ def test_bundle_lookup_without_searching_each_call(monkeypatch, tmp_path,
     serving.set_bundle(None)
     assert serving.get_bundle() is found and len(searched) == 2
     serving.set_bundle(None)
+
+
+def test_raw_stream_and_bounded_cache(mock, monkeypatch):
+    """torch's C getter of the current hipStream_t is used where torch has
+    it; the cache starts again past MAX_PLANS."""
+    torch, lib, _ = mock
+    torch._C = types.SimpleNamespace(
+        _cuda_getCurrentRawStream=lambda index: 0xDD00 + index)
+    x, w, s = k_up(torch, dev=FakeDevice("cuda", 1))
+    call(x, w, s, transpose_bm_in=True, transpose_bm=True)
+    assert lib.launches[-1]["stream"] == 0xDD01
+    monkeypatch.setattr(_hip_call, "MAX_PLANS", 3)
+    plans = hip.get_runtime().launches
+    for m in range(1, 7):
+        call(*k_up(torch, m=m), transpose_bm_in=True, transpose_bm=True)
+        assert 1 <= len(plans) <= 3
+    assert len(lib.launches) == 7
