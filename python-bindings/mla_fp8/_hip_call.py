@@ -21,8 +21,9 @@ calls:
   restored.
 
 Plans live on the HipRuntime whose function handles they hold, so
-replacing the runtime drops them; past MAX_PLANS the cache starts again. Two threads may share a plan: its lock is
-held from patching the pointers to the launch's return. With
+replacing the runtime drops them; past MAX_PLANS the cache starts again.
+Two threads may share a plan: its launch's lock is held from patching the
+pointers to the launch's return. With
 ``MLA_FP8_LOG=1``, building a plan logs which kernel serves the call's
 shape, once per (kernel, device) (see mla_fp8._log).
 """
@@ -33,7 +34,7 @@ from . import _limits, _log, hip, serving, workspace
 
 __all__ = ["call"]
 
-#: The pointer arguments of every kernel, in Plan.launch's order.
+#: The pointer arguments of every kernel, in Plan.slot's order.
 _POINTERS = ("x", "w", "w_scale", "bias", "y", "workspace")
 #: The inputs YQ must not overlap, in Plan.disjoint's order.
 _NAMES = ("X", "WQ", "w_scale", "bias")
@@ -56,8 +57,7 @@ def _raw_stream_getter(torch):
 class Plan:
     """A checked launch of one call signature (see the module doc)."""
 
-    __slots__ = ("torch", "device", "index", "launch", "slot", "empty",
-                 "y_shape", "y_dtype", "scale_is_float", "nbytes",
+    __slots__ = ("torch", "device", "index", "launch", "slot", "y_shape", "y_dtype", "scale_is_float", "nbytes",
                  "disjoint", "raw_stream")
 
     def __init__(self, torch, device, index, runtime, kernel, function, grid,
@@ -66,7 +66,6 @@ class Plan:
         needs neither `runtime` nor `function`)."""
         self.torch, self.device, self.index = torch, device, index
         self.raw_stream = _raw_stream_getter(torch)
-        self.empty = torch.empty
         self.y_shape = self.y_dtype = None
         self.scale_is_float = False
         self.nbytes = 0
@@ -109,8 +108,8 @@ class Plan:
         else:
             s = w_scale.data_ptr()
         if YQ is None:
-            Y = self.empty(self.y_shape, dtype=self.y_dtype,
-                           device=self.device)
+            Y = self.torch.empty(self.y_shape, dtype=self.y_dtype,
+                                 device=self.device)
             y = Y.data_ptr()
         else:
             Y, y = YQ, YQ.data_ptr()
