@@ -22,7 +22,8 @@ This times that work per call, for the two calls of a TP8 layer (B = 16):
 
 Each call is timed on its own with time.perf_counter_ns after a warm-up;
 the script prints the median and p99 per run (the timer's own cost, printed
-as "timer", is included in each figure). The bundle is generated into a
+as "timer", is included in each figure), and the fake HIP calls' own
+share of the torch figures. The bundle is generated into a
 temporary directory (about a second) unless --bundle names one.
 
 Needs the Python package on the path, as the tests do:
@@ -31,6 +32,7 @@ build/python-bindings is added).
 """
 
 import argparse
+import ctypes
 import os
 import statistics
 import sys
@@ -73,6 +75,27 @@ def time_calls(function, calls):
 
 def timer_cost(calls):
     return statistics.median(time_calls(lambda: None, calls))
+
+
+def fake_hip_cost(lib, calls):
+    """Median ns of the two fake HIP calls a launch makes (hipGetDevice and
+    hipModuleLaunchKernel), which a real runtime answers in C."""
+    current = ctypes.c_int()
+    ref = ctypes.byref(current)
+    size = ctypes.c_size_t(8)
+    buffer = ctypes.create_string_buffer(8)
+    extra = (ctypes.c_void_p * 5)(1, ctypes.addressof(buffer), 2,
+                                  ctypes.addressof(size), 3)
+    get, launch = lib.hipGetDevice, lib.hipModuleLaunchKernel
+    count = lib.launch_count
+
+    def both():
+        get(ref)
+        launch(0, 1, 1, 1, 256, 1, 1, 0, 0xAA00, None, extra)
+
+    times = sorted(time_calls(both, calls))
+    lib.launch_count = count
+    return statistics.median(times)
 
 
 def torch_cases(torch, m, batch):
@@ -200,6 +223,8 @@ def main():
         report("torch", measure(torch_cases(torch, args.m, args.batch),
                                 args.calls, args.runs))
         launches = lib.launch_count
+        print(f"       (of which the fake HIP calls: "
+              f"{fake_hip_cost(lib, args.calls) / 1000:.2f} us per launch)")
         del sys.modules["torch"]
         hip.reset_runtime()
 
