@@ -57,8 +57,9 @@ def _raw_stream_getter(torch):
 class Plan:
     """A checked launch of one call signature (see the module doc)."""
 
-    __slots__ = ("torch", "device", "index", "launch", "slot", "y_shape", "y_dtype", "scale_is_float", "nbytes",
-                 "disjoint", "raw_stream")
+    __slots__ = ("torch", "device", "index", "launch", "slot", "y_shape",
+                 "y_dtype", "scale_is_float", "nbytes", "disjoint",
+                 "raw_stream")
 
     def __init__(self, torch, device, index, runtime, kernel, function, grid,
                  kernargs):

@@ -18,8 +18,9 @@ Where the kernel runs depends on the arrays:
   On a ROCm device they run on the GPU through HIP (mla_fp8.hip), on the
   current stream of the tensors' device; the chip is the `chip` keyword,
   else the device's gcnArchName. The checks run once per call signature
-  (mla_fp8._hip_call caches the checked launch). CPU tensors run on the emulator, as numpy
-  arrays do, the chip defaulting to the one whose format WQ's fp8 dtype is.
+  (mla_fp8._hip_call caches the checked launch). CPU tensors run on the
+  emulator, as numpy arrays do, the chip defaulting to the one whose format
+  WQ's fp8 dtype is.
 
 The bundle is loaded once per directory. Lookup order:
 
@@ -145,11 +146,6 @@ def _out_type(dtype):
         raise ValueError(f"dtype: expected bfloat16 or float16 ('bf16' or "
                          f"'f16'), got {dtype}")
     return names[name]
-
-
-def _is_torch_tensor(value):
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
