@@ -31,6 +31,7 @@ shape, once per (kernel, device) (see mla_fp8._log).
 import sys
 
 from . import _limits, _log, hip, serving, workspace
+from ._checks import check_w_scale_given
 
 __all__ = ["call"]
 
@@ -238,7 +239,7 @@ def _plan(torch, X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     batch, m, k, n = serving._shapes(tuple(X.shape), tuple(WQ.shape),
                                      transpose_bm_in)
     xs = _torch_strides(X, "X", k)
-    serving.check_w_scale_given(w_scale)
+    check_w_scale_given(w_scale)
     x_stride_b, x_stride_m = (xs[1], xs[0]) if transpose_bm_in else (xs[0],
                                                                      xs[1])
     if not WQ.is_contiguous():
