@@ -2,7 +2,7 @@
 """Host time per call of the drop-in, with the mocked HIP runtime.
 
 Usage: bench/call-overhead.py [--bundle DIR] [--calls N] [--runs R]
-           [--m M] [--batch B]
+           [--m M] [--batch B] [--warmup W]
 
 A DeepSeek-R1 decode step calls
 batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant
@@ -20,11 +20,14 @@ This times that work per call, for the two calls of a TP8 layer (B = 16):
   the host work up to the emulator's kernel run, which is replaced by a
   no-op: argument checks, bounds, kernel choice and output allocation.
 
-Each call is timed on its own with time.perf_counter_ns after a warm-up;
-the script prints the median and p99 per run (the timer's own cost, printed
-as "timer", is included in each figure), and the fake HIP calls' own
-share of the torch figures. The bundle is generated into a
-temporary directory (about a second) unless --bundle names one.
+Each call is timed on its own with time.perf_counter_ns, after 200
+untimed calls; the script prints the median and p99 per run (the timer's
+own cost, printed as "timer", is included in each figure) and the fake HIP
+calls' own share of the torch figures. The first call of a signature runs
+every check: the torch calls of a warm-up over M = 1..W (vLLM's is
+1..1024), each the first of its signature, are timed too. The bundle is
+generated into a temporary directory (about a second) unless --bundle
+names one.
 
 Needs the Python package on the path, as the tests do:
 PYTHONPATH=build/python-bindings (else $MLAFP8_BUILD_DIR/python-bindings or
@@ -122,6 +125,19 @@ def torch_cases(torch, m, batch):
     ]
 
 
+def first_calls(torch, warmup, batch):
+    """ns of each call of a warm-up over M = 1..warmup, K-up then V-up:
+    every one is the first of its signature and runs all the checks."""
+    clock = time.perf_counter_ns
+    times = []
+    for m in range(1, warmup + 1):
+        for _, function in torch_cases(torch, m, batch):
+            start = clock()
+            function()
+            times.append(clock() - start)
+    return times
+
+
 def numpy_cases(m, batch):
     rng = np.random.default_rng(0)
     x = rng.integers(0, 1 << 15, (m, batch, 128), dtype=np.uint16)
@@ -191,11 +207,15 @@ def main():
                         help="runs per case (default 5)")
     parser.add_argument("--m", type=int, default=8,
                         help="tokens per call (default 8)")
+    parser.add_argument("--warmup", type=int, default=1024,
+                        help="the largest M of the first-call pass "
+                        "(default 1024)")
     parser.add_argument("--batch", type=int, default=16,
                         help="heads per rank, B (default 16: TP8)")
     args = parser.parse_args()
-    if args.calls < 1 or args.runs < 1 or args.m < 1 or args.batch < 1:
-        parser.error("--calls, --runs, --m and --batch must be at least 1")
+    if min(args.calls, args.runs, args.m, args.batch, args.warmup) < 1:
+        parser.error("--calls, --runs, --m, --batch and --warmup must be at "
+                     "least 1")
     os.environ.pop("MLA_FP8_LOG", None)
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -222,9 +242,14 @@ def main():
         print("path   call           figures per run")
         report("torch", measure(torch_cases(torch, args.m, args.batch),
                                 args.calls, args.runs))
-        launches = lib.launch_count
         print(f"       (of which the fake HIP calls: "
               f"{fake_hip_cost(lib, args.calls) / 1000:.2f} us per launch)")
+        first = first_calls(torch, args.warmup, args.batch)
+        print(f"torch  first calls    median "
+              f"{statistics.median(first) / 1000:5.2f} us, total "
+              f"{sum(first) / 1e6:.1f} ms: K-up and V-up at M = "
+              f"1..{args.warmup} (vLLM's warm-up), each a new signature")
+        launches = lib.launch_count
         del sys.modules["torch"]
         hip.reset_runtime()
 

@@ -13,7 +13,6 @@ memory than a short one (the count is then not thread-safe).
 import contextlib
 import ctypes
 import functools
-import itertools
 import threading
 import types
 
@@ -56,8 +55,17 @@ class FakeStream:
 def make_torch():
     """A module object with just what mla_fp8's HIP path uses."""
     torch = types.ModuleType("torch")
-    # Distinct addresses 1 MiB apart, also when threads make tensors.
-    addresses = itertools.count(0x10000, 0x100000)
+    # Addresses of new tensors: 1 MiB apart or more, never overlapping, also
+    # when threads make tensors.
+    next_address, lock = [0x10000], threading.Lock()
+
+    def allocate(shape, strides, dtype):
+        end = 1 + sum((d - 1) * s for d, s in zip(shape, strides))
+        nbytes = end * getattr(dtype, "itemsize", 1) if all(shape) else 0
+        with lock:
+            address = next_address[0]
+            next_address[0] += max(1, -(-nbytes // 0x100000)) * 0x100000
+        return address
 
     class Tensor:
         def __init__(self, shape, dtype, device, strides=None, ptr=None):
@@ -68,7 +76,8 @@ def make_torch():
                     strides.insert(0, step)
                     step *= size
             self._strides = tuple(strides)
-            self._ptr = next(addresses) if ptr is None else ptr
+            self._ptr = (allocate(self.shape, self._strides, dtype)
+                         if ptr is None else ptr)
 
         def stride(self):
             return self._strides
