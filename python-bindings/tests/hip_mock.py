@@ -113,7 +113,8 @@ def make_torch():
     local = threading.local()
 
     def current(index):
-        return getattr(local, "streams", {}).get(index, streams[index])
+        mine = getattr(local, "streams", None)
+        return mine[index] if mine and index in mine else streams[index]
 
     # torch.empty's tensors with the device's current stream then: torch's
     # allocator hands a block to that stream.
@@ -151,6 +152,8 @@ def make_torch():
         ExternalStream=FakeStream,
         get_device_properties=lambda device: types.SimpleNamespace(
             gcnArchName="gfx942:sramecc+:xnack-"))
+    # torch's C getter of a device's current stream handle (an int).
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=current)
     return torch
 
 

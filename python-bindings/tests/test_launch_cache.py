@@ -265,13 +265,18 @@ def test_bundle_lookup_without_searching_each_call(monkeypatch, tmp_path,
 
 def test_raw_stream_and_bounded_cache(mock, monkeypatch):
     """torch's C getter of the current hipStream_t is used where torch has
-    it; the cache starts again past MAX_PLANS."""
-    torch, lib, _ = mock
-    torch._C = types.SimpleNamespace(
-        _cuda_getCurrentRawStream=lambda index: 0xDD00 + index)
+    it, torch.cuda.current_stream elsewhere; the cache starts again past
+    MAX_PLANS."""
+    torch, lib, make = mock
     x, w, s = k_up(torch, dev=FakeDevice("cuda", 1))
+    monkeypatch.setattr(torch, "_C", types.SimpleNamespace(
+        _cuda_getCurrentRawStream=lambda index: 0xDD00 + index))
     call(x, w, s, transpose_bm_in=True, transpose_bm=True)
     assert lib.launches[-1]["stream"] == 0xDD01
+    monkeypatch.delattr(torch, "_C")
+    lib = make(FakeHip())
+    call(x, w, s, transpose_bm_in=True, transpose_bm=True)
+    assert lib.launches[-1]["stream"] == 0xBB00
     monkeypatch.setattr(_hip_call, "MAX_PLANS", 3)
     plans = hip.get_runtime().launches
     for m in range(1, 7):
