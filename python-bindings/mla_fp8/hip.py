@@ -10,7 +10,8 @@ one used; a path is searched only when none is mapped.
 Code objects are loaded once per device with ``hipModuleLoadData``; kernel
 arguments are packed at the manifest's offsets into one buffer passed with
 the ``HIP_LAUNCH_PARAM_BUFFER_*`` extra parameters of
-``hipModuleLaunchKernel``. Split-K workspaces are mla_fp8.workspace's.
+``hipModuleLaunchKernel``; a PreparedLaunch keeps that buffer for a launch
+repeated with other pointers. Split-K workspaces are mla_fp8.workspace's.
 """
 
 import ctypes
@@ -21,7 +22,7 @@ import sys
 import threading
 
 __all__ = ["HipError", "HipUnavailableError", "GraphCaptureError",
-           "HipRuntime", "LIBRARY_ENV", "find_hip_library",
+           "HipRuntime", "PreparedLaunch", "LIBRARY_ENV", "find_hip_library",
            "mapped_hip_libraries", "get_runtime", "pack_kernel_args"]
 
 #: hip_runtime_api.h: the `extra` array's markers.
@@ -244,7 +245,10 @@ class HipRuntime:
 
     Caches loaded modules and functions per (device, code object).
     Thread-safe. `workspaces` is the runtime's mla_fp8.workspace cache,
-    created on first use; `path` is the library it was loaded from.
+    created on first use; `launches` is the drop-in's cache of checked
+    launches (mla_fp8._hip_call), which lives and dies with the runtime
+    whose function handles it holds; `path` is the library it was loaded
+    from.
     """
 
     def __init__(self, lib, path=None):
@@ -255,6 +259,7 @@ class HipRuntime:
         self._modules = {}
         self._functions = {}
         self.workspaces = None
+        self.launches = {}
 
     def _check(self, status, call):
         if status != 0:
@@ -400,6 +405,62 @@ class HipRuntime:
                 "hipModuleLaunchKernel")
         finally:
             self._restore_device(previous, device)
+
+
+class PreparedLaunch:
+    """A launch of one kernel with one grid on one device, ready to repeat.
+
+    Holds the kernarg buffer (constants packed once; `slots` views it as
+    64-bit words whose pointer slots the caller patches), the `extra` array
+    that passes it and a place for hipGetDevice's answer, so that a launch
+    makes no ctypes object. hipModuleLaunchKernel copies the arguments
+    before it returns, so the buffer may be patched again right after.
+    Callers hold `lock` from patching the slots until the launch returns.
+    """
+
+    __slots__ = ("lock", "slots", "_runtime", "_device", "_call", "_extra",
+                 "_buffer", "_size", "_current", "_current_ref",
+                 "_get_device", "_launch")
+
+    def __init__(self, runtime, device, function, grid, block, kernargs):
+        self.lock = threading.Lock()
+        self._runtime, self._device = runtime, device
+        self._get_device = runtime._lib.hipGetDevice
+        self._launch = runtime._lib.hipModuleLaunchKernel
+        words = max(-(-len(kernargs) // 8), 1)
+        self._buffer = ctypes.create_string_buffer(bytes(kernargs),
+                                                   8 * words)
+        self.slots = (ctypes.c_uint64 * words).from_buffer(self._buffer)
+        self._size = ctypes.c_size_t(len(kernargs))
+        self._extra = (ctypes.c_void_p * 5)(
+            HIP_LAUNCH_PARAM_BUFFER_POINTER, ctypes.addressof(self._buffer),
+            HIP_LAUNCH_PARAM_BUFFER_SIZE, ctypes.addressof(self._size),
+            HIP_LAUNCH_PARAM_END)
+        self._current = ctypes.c_int(-1)
+        self._current_ref = ctypes.byref(self._current)
+        self._call = (function, int(grid[0]), int(grid[1]), int(grid[2]),
+                      int(block[0]), int(block[1]), int(block[2]))
+
+    def __call__(self, stream):
+        """Launches on `stream` (a hipStream_t as an int) with the slots as
+        they are, on the launch's device, restoring the calling thread's."""
+        device = self._device
+        status = self._get_device(self._current_ref)
+        if status:
+            self._runtime._check(status, "hipGetDevice")
+        previous = self._current.value
+        if previous != device:
+            self._runtime._check(self._runtime._lib.hipSetDevice(device),
+                                 "hipSetDevice")
+        function, gx, gy, gz, bx, by, bz = self._call
+        try:
+            status = self._launch(function, gx, gy, gz, bx, by, bz, 0, stream,
+                                  None, self._extra)
+        finally:
+            if previous != device:
+                self._runtime._restore_device(previous, device)
+        if status:
+            self._runtime._check(status, "hipModuleLaunchKernel")
 
 
 _runtime = None

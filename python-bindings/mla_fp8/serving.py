@@ -17,8 +17,10 @@ Where the kernel runs depends on the arrays:
   torch has torch.library.custom_op (mla_fp8.torch_op), directly otherwise.
   On a ROCm device they run on the GPU through HIP (mla_fp8.hip), on the
   current stream of the tensors' device; the chip is the `chip` keyword,
-  else the device's gcnArchName. CPU tensors run on the emulator, as numpy
-  arrays do, the chip defaulting to the one whose format WQ's fp8 dtype is.
+  else the device's gcnArchName. The checks run once per call signature
+  (mla_fp8._hip_call caches the checked launch). CPU tensors run on the
+  emulator, as numpy arrays do, the chip defaulting to the one whose format
+  WQ's fp8 dtype is.
 
 The bundle is loaded once per directory. Lookup order:
 
@@ -28,6 +30,8 @@ The bundle is loaded once per directory. Lookup order:
    ``$XDG_CACHE_HOME/mla-fp8/bundle`` (``~/.cache/mla-fp8/bundle``).
 
 When none holds a manifest.json, BundleNotFoundError says what was tried.
+A bundle found at a default location stays the one used until
+``set_bundle`` is called (the locations are not searched on every call).
 """
 
 import os
@@ -38,7 +42,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from . import _limits, _missing, hip, torch_op, workspace
+from . import _hip_call, _limits, _log, _missing, torch_op
 from ._checks import (check_bits, check_bool, check_group_size,
                       check_w_scale_given, element_strides)
 from .bundle import Bundle
@@ -55,6 +59,7 @@ DEFAULT_EMULATE_CHIP = "gfx942"
 
 _lock = threading.Lock()
 _explicit = None
+_found = None  # the bundle found at a default location
 _bundles = {}
 
 _TORCH_HALF = {"bfloat16": "bf16", "float16": "f16"}
@@ -78,6 +83,11 @@ def default_bundle_paths():
 
 
 def _load(path):
+    # Keyed by absolute paths: one given as such is found without
+    # normalizing it (the drop-in looks $MLA_FP8_BUNDLE up on every call).
+    bundle = _bundles.get(path)
+    if bundle is not None:
+        return bundle
     path = os.path.abspath(os.fspath(path))
     with _lock:
         bundle = _bundles.get(path)
@@ -92,7 +102,8 @@ def set_bundle(bundle):
     The bundle is loaded (and checked) now. None restores the lookup of
     $MLA_FP8_BUNDLE and the default locations.
     """
-    global _explicit  # pylint: disable=global-statement
+    global _explicit, _found  # pylint: disable=global-statement
+    _found = None
     if bundle is None or isinstance(bundle, Bundle):
         _explicit = bundle
         return bundle
@@ -105,15 +116,19 @@ def set_bundle(bundle):
 
 def get_bundle():
     """The bundle the drop-in call uses (see the module's lookup order)."""
+    global _found  # pylint: disable=global-statement
     if _explicit is not None:
         return _explicit
     env = os.environ.get("MLA_FP8_BUNDLE")
     if env:
         return _load(env)
+    if _found is not None:
+        return _found
     tried = []
     for path in default_bundle_paths():
         if os.path.isfile(os.path.join(path, "manifest.json")):
-            return _load(path)
+            _found = _load(path)
+            return _found
         tried.append(path)
     raise BundleNotFoundError(
         "no mla-fp8 kernel bundle: call mla_fp8.set_bundle(path), set "
@@ -134,11 +149,6 @@ def _out_type(dtype):
         raise ValueError(f"dtype: expected bfloat16 or float16 ('bf16' or "
                          f"'f16'), got {dtype}")
     return names[name]
-
-
-def _is_torch_tensor(value):
-    torch = sys.modules.get("torch")
-    return torch is not None and isinstance(value, torch.Tensor)
 
 
 def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
@@ -211,7 +221,15 @@ def _w_scale_mode(count, batch):
 
 def _check_common(group_size, splitK, transpose_bm, transpose_bm_in,
                   config):
-    group_size = check_group_size(group_size)
+    # The common case first, without the general checks' calls: every call
+    # of a decode step comes here.
+    if type(group_size) is not int or group_size < 1 or \
+            group_size & (group_size - 1):
+        group_size = check_group_size(group_size)
+    if splitK is None and config is None and \
+            (transpose_bm is True or transpose_bm is False) and \
+            (transpose_bm_in is True or transpose_bm_in is False):
+        return group_size, transpose_bm, transpose_bm_in
     # AITER's wrapper asserts splitK is None too; here each kernel's split
     # over K was fixed ahead of time by the chip's tile table.
     if splitK is not None:
@@ -294,13 +312,21 @@ def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
     if chip is not None and not isinstance(chip, str):
         raise TypeError(f"chip: expected a string such as 'gfx942', got "
                         f"{type(chip).__name__}")
-    bias = _bias_2d(bias)
-    if _is_torch_tensor(X):
+    if bias is not None:
+        bias = _bias_2d(bias)
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(X, torch.Tensor):
         # AITER writes YQ in YQ's own dtype whatever `dtype` says; `dtype`
         # must still name a supported type.
-        _out_type(dtype)
-        if _is_torch_tensor(YQ):
-            dtype = None
+        if dtype is not None:
+            _out_type(dtype)
+            if isinstance(YQ, torch.Tensor):
+                dtype = None
+        if torch_op.register() is None and X.device.type != "cpu":
+            # No custom op to go through: straight to the launch (what
+            # torch_op.call would do, one layer less on every call).
+            return _hip_call.call(X, WQ, w_scale, group_size, bias, dtype,
+                                  YQ, transpose_bm, transpose_bm_in, chip)
         return torch_op.call(X, WQ, w_scale, group_size, bias, dtype, YQ,
                              transpose_bm, transpose_bm_in, chip)
     if isinstance(X, np.ndarray):
@@ -405,6 +431,8 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
                           in_type, chip_source, bias is not None)
     _limits.check_launch(kernel, m, batch)
+    _log.kernel_serves(kernel, "emulator", _log.shape(
+        batch, m, n, k, transpose_bm_in, transpose_bm))
     Y = np.zeros(y_shape, dtype=np.uint16) if YQ is None else YQ
     if batch == 0 or m == 0:
         return Y
@@ -421,163 +449,5 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     return Y
 
 
-def _view(tensor):
-    """(address, shape, element strides, itemsize) of a tensor."""
-    return (tensor.data_ptr(), tuple(tensor.shape), tuple(tensor.stride()),
-            tensor.element_size())
-
-
-def _torch_strides(tensor, name, last):
-    strides = list(tensor.stride())
-    if any(s < 0 for s in strides):
-        raise ValueError(f"{name}: negative strides are not supported")
-    if strides[-1] != 1 and last > 1 and tensor.numel():
-        raise ValueError(f"{name}: the last stride must be 1 element, got "
-                         f"{strides[-1]}")
-    return strides
-
-
-def _call_hip(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
-              transpose_bm_in, chip):
-    """The torch path: the bundle's kernel on the tensors' ROCm GPU."""
-    torch = sys.modules["torch"]
-    device = X.device
-    if device.type != "cuda" or getattr(torch.version, "hip", None) is None:
-        raise ValueError(f"X: expected a tensor on a ROCm GPU device, got "
-                         f"device {device} (pass numpy arrays to run on the "
-                         f"emulator)")
-    for name, value in (("WQ", WQ), ("bias", bias), ("YQ", YQ)):
-        if value is None and name != "WQ":
-            continue
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name}: expected a torch tensor like X, got "
-                            f"{type(value).__name__}")
-        if value.device != device:
-            raise ValueError(f"{name}: on device {value.device}, X on "
-                             f"{device}")
-    in_type = _TORCH_HALF.get(str(X.dtype).replace("torch.", ""))
-    if in_type is None:
-        raise TypeError(f"X: expected dtype bfloat16 or float16, got "
-                        f"{X.dtype}")
-    batch, m, k, n = _shapes(tuple(X.shape), tuple(WQ.shape),
-                             transpose_bm_in)
-    xs = _torch_strides(X, "X", k)
-    check_w_scale_given(w_scale)
-    x_stride_b, x_stride_m = (xs[1], xs[0]) if transpose_bm_in else (xs[0],
-                                                                     xs[1])
-    if not WQ.is_contiguous():
-        raise ValueError("WQ: must be contiguous (B, N, K)")
-    w_name = str(WQ.dtype).replace("torch.", "")
-    if w_name not in _TORCH_FP8 and w_name != "uint8":
-        raise TypeError(f"WQ: expected dtype float8_e4m3fnuz (gfx942), "
-                        f"float8_e4m3fn (gfx950) or uint8 bits, got "
-                        f"{WQ.dtype}")
-    # A Python float becomes a device tensor only once every check passed.
-    scale_value = None
-    if isinstance(w_scale, (float, int)) and not isinstance(w_scale, bool):
-        scale_value, w_scale = float(w_scale), None
-        mode = _w_scale_mode(1, batch)
-    elif not isinstance(w_scale, torch.Tensor):
-        raise TypeError(f"w_scale: expected a float32 tensor or a float, got "
-                        f"{type(w_scale).__name__}")
-    else:
-        if w_scale.device != device:
-            raise ValueError(f"w_scale: on device {w_scale.device}, X on "
-                             f"{device}")
-        if str(w_scale.dtype).replace("torch.", "") != "float32":
-            raise TypeError(f"w_scale: expected dtype float32, got "
-                            f"{w_scale.dtype}")
-        if not w_scale.is_contiguous():
-            raise ValueError("w_scale: must be contiguous")
-        mode = _w_scale_mode(w_scale.numel(), batch)
-
-    out_type = _out_type(dtype)
-    y_shape = (m, batch, n) if transpose_bm else (batch, m, n)
-    if YQ is not None:
-        y_type = _TORCH_HALF.get(str(YQ.dtype).replace("torch.", ""))
-        if y_type is None or (out_type is not None and y_type != out_type):
-            raise TypeError(f"YQ: dtype {YQ.dtype} does not match the "
-                            f"output type {out_type or 'bf16/f16'}")
-        out_type = y_type
-        if tuple(YQ.shape) != y_shape:
-            raise ValueError(f"YQ: expected shape {y_shape}, got "
-                             f"{tuple(YQ.shape)}")
-    out_type = out_type or "bf16"
-    if YQ is None:
-        y_end = batch * m * n
-    else:
-        ys = _torch_strides(YQ, "YQ", n)
-        y_end = _limits.view_end(y_shape, ys)
-        stride_b, stride_m = ((ys[1], ys[0]) if transpose_bm else
-                              (ys[0], ys[1]))
-        _limits.check_rows_disjoint("YQ", stride_b, batch, stride_m, m, n)
-    if bias is not None:
-        if tuple(bias.shape) != (batch, n) or not bias.is_contiguous():
-            raise ValueError(f"bias: expected a contiguous (B={batch}, "
-                             f"N={n}) tensor, got shape {tuple(bias.shape)}")
-        if _TORCH_HALF.get(str(bias.dtype).replace("torch.", "")) != out_type:
-            raise TypeError(f"bias: expected the output type {out_type}, "
-                            f"got {bias.dtype}")
-
-    _limits.check_kernel_sizes(batch, m, n, k,
-                               _limits.view_end(tuple(X.shape), xs), y_end,
-                               "X" if YQ is None else "YQ", bias is not None)
-    if YQ is not None:
-        _limits.check_views_disjoint("YQ", _view(YQ), [
-            (name, _view(t)) for name, t in (
-                ("X", X), ("WQ", WQ), ("w_scale", w_scale), ("bias", bias))
-            if t is not None])
-
-    if chip is None:
-        arch = torch.cuda.get_device_properties(device).gcnArchName
-        chip, chip_source = arch.split(":")[0], "X (the device's chip)"
-    else:
-        chip_source = "chip"
-    bundle = get_bundle()
-    kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
-                          in_type, chip_source, bias is not None)
-    bundle = kernel._bundle  # a compiled miss lives in a bundle of its own
-    if w_name in _TORCH_FP8 and _TORCH_FP8[w_name] != kernel.fp8_type:
-        raise TypeError(f"WQ: {chip} kernels take {kernel.fp8_type} weights, "
-                        f"got {WQ.dtype} (see quantize_weights_for_chip)")
-
-    grid = _limits.check_launch(kernel, m, batch)
-    if scale_value is not None:
-        w_scale = torch.full((1,), scale_value, dtype=torch.float32,
-                             device=device)
-    if YQ is None:
-        Y = torch.empty(y_shape, dtype={"bf16": torch.bfloat16,
-                                        "f16": torch.float16}[out_type],
-                        device=device)
-    else:
-        Y = YQ
-    ys = _torch_strides(Y, "YQ", n)
-    y_stride_b, y_stride_m = (ys[1], ys[0]) if transpose_bm else (ys[0],
-                                                                  ys[1])
-    if batch == 0 or m == 0 or 0 in grid:
-        return Y
-
-    runtime = hip.get_runtime()
-    index = device.index if device.index is not None else \
-        torch.cuda.current_device()
-    values = {
-        "x": X.data_ptr(), "w": WQ.data_ptr(), "w_scale": w_scale.data_ptr(),
-        "bias": 0 if bias is None else bias.data_ptr(), "y": Y.data_ptr(),
-        "m": m, "x_stride_b": x_stride_b, "x_stride_m": x_stride_m,
-        "y_stride_b": y_stride_b, "y_stride_m": y_stride_m,
-    }
-    stream = torch.cuda.current_stream(device).cuda_stream
-    if "workspace" in kernel.arg_offsets:
-        nbytes = kernel.workspace_bytes(m, batch)
-        # Per stream, or per graph capture while one is under way (see
-        # mla_fp8.workspace); torch's allocator serves the eager ones.
-        values["workspace"] = (workspace.get_workspace(
-            runtime, index, stream, nbytes, device) if nbytes else 0)
-    kernargs = hip.pack_kernel_args(kernel, values)
-    code_key = (bundle.directory, kernel.chip,
-                bundle._chip_sha256(kernel._key[0]))
-    function = runtime.get_function(index, code_key, kernel.code_object,
-                                    kernel.symbol)
-    runtime.launch(index, function, grid, kernel.workgroup_size, stream,
-                   kernargs)
-    return Y
+# The torch path (kept here by this name: mla_fp8.torch_op calls it).
+_call_hip = _hip_call.call
