@@ -59,8 +59,8 @@ class Plan:
     """A checked launch of one call signature (see the module doc)."""
 
     __slots__ = ("torch", "device", "index", "launch", "slot", "y_shape",
-                 "y_dtype", "scale_is_float", "nbytes", "disjoint",
-                 "raw_stream")
+                 "y_dtype", "scale_is_float", "nbytes", "shape",
+                 "disjoint", "raw_stream")
 
     def __init__(self, torch, device, index, runtime, kernel, function, grid,
                  kernargs):
@@ -71,6 +71,7 @@ class Plan:
         self.y_shape = self.y_dtype = None
         self.scale_is_float = False
         self.nbytes = 0
+        self.shape = None  # (M, B), for a workspace error's message
         # ((YQ's extent in bytes, view without address), ((input index,
         # extent, view), ...)): what the overlap test needs but addresses.
         self.disjoint = None
@@ -137,12 +138,21 @@ class Plan:
             slots[ss] = s
             slots[sb] = b
             slots[sy] = y
-            if self.nbytes:
-                # The stream's or the capture's (mla_fp8.workspace); under
-                # the lock, as launches of one plan use the slot in turn.
-                slots[sws] = workspace.get_workspace(
-                    runtime, self.index, stream, self.nbytes, self.device)
-            launch(stream)
+            if not self.nbytes:
+                launch(stream)
+                return Y
+            # The stream's or the capture's (mla_fp8.workspace); under the
+            # lock, as launches of one plan use the slot in turn. Held
+            # until the launch is issued: another thread's larger launch on
+            # the stream may replace it meanwhile, and must not free it.
+            held, cache = workspace.acquire_workspace(
+                runtime, self.index, stream, self.nbytes, self.device,
+                self.shape)
+            slots[sws] = held.pointer
+            try:
+                launch(stream)
+            finally:
+                cache.release(held)
         return Y
 
     def _check_disjoint(self, y0, pointers):
@@ -352,6 +362,7 @@ def _plan(torch, X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     plan.disjoint = disjoint
     if "workspace" in kernel.arg_offsets:
         plan.nbytes = kernel.workspace_bytes(m, batch)
+        plan.shape = (m, batch)
     _log.kernel_serves(kernel, f"{device.type}:{index}",
                        _log.shape(batch, m, n, k, transpose_bm_in,
                                   transpose_bm))

@@ -17,6 +17,7 @@ repeated with other pointers. Split-K workspaces are mla_fp8.workspace's.
 import ctypes
 import ctypes.util
 import os
+import re
 import struct
 import sys
 import threading
@@ -39,6 +40,12 @@ LIBRARY_ENV = "MLA_FP8_HIP_LIBRARY"
 
 #: Where the process's mapped objects are listed (tests point it elsewhere).
 _MAPS = "/proc/self/maps"
+#: The HIP runtime's file names: libamdhip64.so and its versioned names
+#: (libamdhip64.so.6, libamdhip64.so.6.4.60400), not other libraries whose
+#: names start the same way.
+_RUNTIME_NAME = re.compile(r"libamdhip64\.so(\.[0-9]+)*")
+#: What the kernel appends in the maps to a file deleted since it was mapped.
+_DELETED = " (deleted)"
 
 
 class HipError(RuntimeError):
@@ -59,9 +66,9 @@ def mapped_hip_libraries():
     """The libamdhip64 files mapped into this process, in address order.
 
     Reads the process's memory map (Linux); an empty list where there is
-    none or it cannot be read. A copy whose file was deleted since it was
-    mapped keeps the kernel's " (deleted)" suffix: loading it fails clearly
-    instead of opening another copy.
+    none or it cannot be read. A copy whose file was deleted or replaced
+    since it was mapped keeps the kernel's " (deleted)" suffix:
+    find_hip_library then refuses to load another copy.
     """
     try:
         with open(_MAPS, encoding="utf-8", errors="surrogateescape") as maps:
@@ -74,8 +81,10 @@ def mapped_hip_libraries():
         if len(fields) < 6 or not fields[5].startswith("/"):
             continue
         path = fields[5]
-        if os.path.basename(path).startswith("libamdhip64") and \
-                path not in paths:
+        name = os.path.basename(path)
+        if name.endswith(_DELETED):
+            name = name[:-len(_DELETED)]
+        if _RUNTIME_NAME.fullmatch(name) and path not in paths:
             paths.append(path)
     return paths
 
@@ -98,6 +107,16 @@ def _torch_copy(paths):
     return inside[0] if len(inside) == 1 else None
 
 
+def _replaced(path):
+    """The error for a mapped copy whose file is gone: its path now names
+    another file, or none, so opening it would load a second runtime or
+    fail on a missing file."""
+    return HipUnavailableError(
+        f"the HIP runtime this process loaded, {path[:-len(_DELETED)]}, was "
+        f"deleted or replaced on disk since it was loaded (ROCm or torch "
+        f"reinstalled?), so it cannot be opened again: restart the process")
+
+
 def _from_mapped(mapped, explicit):
     """The mapped copy to use; an explicit setting may only pick one of
     them, never name another."""
@@ -105,6 +124,9 @@ def _from_mapped(mapped, explicit):
         for path in mapped:
             if _same_file(path, explicit):
                 return path
+        deleted = [p for p in mapped if p.endswith(_DELETED)]
+        if deleted:
+            raise _replaced(deleted[0])
         raise HipUnavailableError(
             f"{LIBRARY_ENV}={explicit} is not the libamdhip64 this process "
             f"already has mapped ({', '.join(mapped)}): a second HIP runtime "
@@ -127,7 +149,10 @@ def _search():
     explicit = os.environ.get(LIBRARY_ENV)
     mapped = mapped_hip_libraries()
     if mapped:
-        return _from_mapped(mapped, explicit), []
+        chosen = _from_mapped(mapped, explicit)
+        if chosen.endswith(_DELETED):
+            raise _replaced(chosen)
+        return chosen, []
     tried = ["the process's mapped libamdhip64 (none)"]
     if explicit:
         if not os.path.isfile(explicit):
@@ -164,7 +189,9 @@ def find_hip_library():
        is imported), found in /proc/self/maps. Opening that exact path gives
        the loaded library back, so no second runtime is ever opened. With
        several mapped, the one inside the torch package wins, else
-       $MLA_FP8_HIP_LIBRARY must name one of them.
+       $MLA_FP8_HIP_LIBRARY must name one of them. A mapped copy whose
+       file was deleted or replaced since is an error (the process must be
+       restarted).
     2. $MLA_FP8_HIP_LIBRARY, the file itself;
     3. $ROCM_PATH/lib/libamdhip64.so;
     4. the loader's search path (ctypes.util.find_library("amdhip64"));
@@ -172,7 +199,8 @@ def find_hip_library():
 
     Raises:
       HipUnavailableError: $MLA_FP8_HIP_LIBRARY names a missing file, or a
-        copy other than the mapped one(s).
+        copy other than the mapped one(s); the mapped copy's file was
+        deleted or replaced.
     """
     return _search()[0]
 

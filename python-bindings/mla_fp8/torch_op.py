@@ -16,6 +16,14 @@ w_scale is always a tensor there (the drop-in call turns a float into one).
 Both run ``run``: tensors on a ROCm device launch through HIP
 (mla_fp8.serving), CPU tensors run the bundle's kernel on the gfx9 emulator.
 
+Only a traced call needs the op; torch's dispatch of it costs more host time
+than the launch itself. An eager call therefore runs ``run`` directly, and
+the op is called when torch is tracing: torch.compile (dynamo) compiling,
+a torch dispatch mode active (FakeTensorMode, functionalization, make_fx),
+a functorch transform (vmap, grad, functionalize), torch.jit tracing, or an
+argument of a tensor subclass (a FakeTensor, say). A torch lacking one of
+the functions that tell these apart always calls the op.
+
 The ops are registered on the first call with torch tensors, never at
 import, and only where torch.library has custom_op and register_fake
 (torch 2.4 and later). With an older torch (Debian's 1.13) or none, importing
@@ -40,10 +48,10 @@ OP = "mla_fp8::prequant_bmm"
 OUT_OP = "mla_fp8::prequant_bmm_out"
 
 _lock = threading.Lock()
-# The last torch module seen and its ops (None: it cannot register them),
-# then every module seen: a module registers once per process even when
-# tests swap it for another and back.
-_last = (None, None)
+# The last torch module seen with its ops (None: it cannot register them)
+# and tracing test (see _tracing_test), then every module seen: a module
+# registers once per process even when tests swap it for another and back.
+_last = (None, None, None)
 _by_module = {}
 
 _HALF_DTYPES = ("bfloat16", "float16")
@@ -119,25 +127,53 @@ def _define(torch):
     return op, out_op
 
 
+def _tracing_test(torch):
+    """A function () -> whether torch is tracing the calling code (see the
+    module doc), or None where this torch lacks one of the functions it
+    asks: then every call goes through the op."""
+    c = getattr(torch, "_C", None)
+    probes = (getattr(getattr(torch, "compiler", None), "is_compiling", None),
+              getattr(c, "_len_torch_dispatch_stack", None),
+              getattr(getattr(c, "_functorch", None), "peek_interpreter_stack",
+                      None),
+              getattr(c, "_get_tracing_state", None))
+    if not all(callable(probe) for probe in probes):
+        return None
+    compiling, modes, transforms, jit_tracing = probes
+
+    def tracing():
+        # is_compiling first: dynamo folds it to True, and then traces
+        # none of the others.
+        return bool(compiling() or modes() or transforms() is not None or
+                    jit_tracing() is not None)
+    return tracing
+
+
+def _entry():
+    """(torch, ops, tracing test) of the imported torch, registering the
+    ops the first time (see register)."""
+    global _last  # pylint: disable=global-statement
+    torch = _torch()
+    entry = _last
+    if entry[0] is torch and torch is not None:
+        return entry
+    with _lock:
+        entry = _by_module.get(id(torch))
+        if entry is None or entry[0] is not torch:
+            ops = tracing = None
+            if unavailable_reason(torch) is None:
+                ops, tracing = _define(torch), _tracing_test(torch)
+            entry = _by_module[id(torch)] = (torch, ops, tracing)
+        _last = entry
+        return entry
+
+
 def register():
     """Registers mla_fp8::prequant_bmm and mla_fp8::prequant_bmm_out with
     the imported torch, once. Returns the two ops (callables; also
     torch.ops.mla_fp8.prequant_bmm and .prequant_bmm_out), or None with a
     torch that cannot register them (unavailable_reason says why)."""
-    global _last  # pylint: disable=global-statement
-    torch = _torch()
-    module, ops = _last
-    if module is torch and module is not None:
-        return ops
-    with _lock:
-        entry = _by_module.get(id(torch))
-        if entry is None or entry[0] is not torch:
-            ops = None
-            if unavailable_reason(torch) is None:
-                ops = _define(torch)
-            entry = _by_module[id(torch)] = (torch, ops)
-        _last = entry
-        return entry[1]
+    return _entry()[1]
 
 
 def _op_arguments(torch, WQ, w_scale, bias, YQ):
@@ -152,13 +188,24 @@ def _op_arguments(torch, WQ, w_scale, bias, YQ):
     return all(v is None or isinstance(v, torch.Tensor) for v in (bias, YQ))
 
 
+def _plain(torch, values):
+    """Whether every tensor of `values` is a torch.Tensor or Parameter, no
+    subclass that wants the op (a FakeTensor, a FunctionalTensor)."""
+    parameter = getattr(getattr(torch, "nn", None), "Parameter", None)
+    plain = (torch.Tensor, parameter)
+    return all(type(v) in plain for v in values  # noqa: E721
+               if isinstance(v, torch.Tensor))
+
+
 def call(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
          transpose_bm_in, chip):
     """The drop-in call with a torch X (arguments checked by the caller,
-    bias already (B, N), dtype None when YQ is a tensor)."""
-    torch = _torch()
-    ops = register()
-    if ops is None or not _op_arguments(torch, WQ, w_scale, bias, YQ):
+    bias already (B, N), dtype None when YQ is a tensor): through the op
+    when torch traces it, else directly (see the module doc)."""
+    torch, ops, tracing = _entry()
+    if ops is None or (tracing is not None and not tracing() and
+                       _plain(torch, (X, WQ, w_scale, bias, YQ))) or \
+            not _op_arguments(torch, WQ, w_scale, bias, YQ):
         return run(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                    transpose_bm_in, chip)
     op, out_op = ops

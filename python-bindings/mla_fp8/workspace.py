@@ -8,7 +8,11 @@ share one must not run at the same time. These rules keep that true:
   since one stream runs its launches in order. The first launch that needs
   one creates it (torch's caching allocator for torch callers, else
   hipMalloc) and zeroes it with hipMemsetAsync on that stream; a launch that
-  needs more replaces it with a larger one.
+  needs more replaces it with a larger one. A launch holds its workspace
+  from acquire() until its launch call has returned (release()): one
+  replaced meanwhile by another thread's larger launch is given back only
+  once the last launch holding it has been issued, so no launch is ever
+  issued with a freed buffer (the old one stays allocated that long).
 * A launch inside a graph capture is recorded, not run: the graph may be
   replayed later on any stream, at the same time as eager launches and other
   graphs. It therefore uses a workspace of its own, keyed by (device, stream,
@@ -16,7 +20,9 @@ share one must not run at the same time. These rules keep that true:
   for the device, which then belongs to that capture's graph for the life of
   the process (no HIP call says when a graph is destroyed). The launches of
   one capture on one stream share it, as they run in order in the graph; a
-  capture forked onto several streams takes one per stream.
+  capture forked onto several streams takes one per stream. A capture takes
+  the largest reserved one left, so that its later, larger launches fit
+  whenever any reserved workspace would.
 * Nothing is allocated while the stream captures: ROCm refuses hipMalloc
   there and invalidates the capture. With no reserved workspace left, or
   one too small, the launch raises GraphCaptureError naming the prepare(...)
@@ -32,19 +38,22 @@ from . import hip
 from ._checks import check_int
 from .bundle import Bundle, load_bundle
 
-__all__ = ["WorkspaceCache", "prepare", "get_workspace"]
+__all__ = ["WorkspaceCache", "prepare", "acquire_workspace"]
 
 _cache_lock = threading.Lock()
 
 
 class _Buffer:
     """A device buffer: its address, size and what keeps it alive (a torch
-    tensor, or None for a hipMalloc one)."""
+    tensor, or None for a hipMalloc one); `users`: the launches holding it
+    (acquired, not yet released); `retired`: the (device, stream) whose
+    workspace it was until replaced while held, else None."""
 
-    __slots__ = ("pointer", "nbytes", "owner")
+    __slots__ = ("pointer", "nbytes", "owner", "users", "retired")
 
     def __init__(self, pointer, nbytes, owner):
         self.pointer, self.nbytes, self.owner = pointer, nbytes, owner
+        self.users, self.retired = 0, None
 
 
 class WorkspaceCache:
@@ -60,9 +69,21 @@ class WorkspaceCache:
 
     def get(self, device, stream, nbytes, torch_device=None):
         """The address of a zeroed workspace of at least `nbytes` for a
-        launch on `stream` of `device` (an index). `torch_device` (a torch
-        device) allocates through torch, on its current stream, which must
-        be `stream`; None uses hipMalloc."""
+        launch on `stream` of `device` (an index), for a caller that makes
+        no other launch on that stream meanwhile: the address is valid
+        until a larger one is asked for. Launchers use acquire()."""
+        buffer = self.acquire(device, stream, nbytes, torch_device)
+        self.release(buffer)
+        return buffer.pointer
+
+    def acquire(self, device, stream, nbytes, torch_device=None,
+                shape=None):
+        """A zeroed workspace of at least `nbytes` (its `pointer`) for a
+        launch on `stream` of `device` (an index), held until release() is
+        called with it, which the caller does once the launch call has
+        returned. `torch_device` (a torch device) allocates through torch,
+        on its current stream, which must be `stream`; None uses hipMalloc.
+        `shape`: the launch's (M, B), named in a capture's error."""
         status, capture = self._runtime.capture_state(stream)
         if status == hip.CAPTURE_INVALIDATED:
             raise hip.GraphCaptureError(
@@ -75,7 +96,8 @@ class WorkspaceCache:
                 if buffer is None or buffer.nbytes < nbytes:
                     buffer = self._replace(device, stream, nbytes,
                                            torch_device)
-                return buffer.pointer
+                buffer.users += 1
+                return buffer
             key = (device, stream, capture)
             buffer = self._captured.get(key)
             if buffer is None:
@@ -84,10 +106,21 @@ class WorkspaceCache:
                     self._captured[key] = buffer
             if buffer is None or buffer.nbytes < nbytes:
                 raise hip.GraphCaptureError(self._unprepared(
-                    device, stream, capture, nbytes, buffer))
-            return buffer.pointer
+                    device, stream, capture, nbytes, buffer, shape))
+            buffer.users += 1
+            return buffer
 
-    def _unprepared(self, device, stream, capture, nbytes, held):
+    def release(self, buffer):
+        """Ends acquire()'s hold on `buffer`; one replaced while held is
+        given back by its last holder."""
+        with self._lock:
+            buffer.users -= 1
+            if buffer.retired is not None and not buffer.users:
+                device, stream = buffer.retired
+                buffer.retired = None
+                self._release(device, stream, buffer)
+
+    def _unprepared(self, device, stream, capture, nbytes, held, shape):
         where = (f"stream {stream:#x} on device {device} is capturing a "
                  f"graph (capture {capture}) and a split-K launch needs a "
                  f"{nbytes}-byte workspace, ")
@@ -98,18 +131,25 @@ class WorkspaceCache:
             what = ("but no workspace reserved for graph captures is left"
                     if not sizes else
                     f"but the reserved ones have {sizes[-1]} bytes")
+        this = "" if shape is None else \
+            f" (this launch: M={shape[0]}, B={shape[1]})"
         return (where + what + " (nothing can be allocated during capture, "
                 "and a captured workspace is its graph's alone): call "
-                f"mla_fp8.prepare(device={device}, max_m=..., captures=N) "
-                "before capturing, with the largest M the graphs use and N "
-                "the number of graph captures with split-K launches")
+                f"mla_fp8.prepare(device={device}, max_m=M, batch=B, "
+                "captures=N) before capturing, with M and B the largest M "
+                f"and B the graphs use{this} and N the number of graph "
+                "captures with split-K launches")
 
     def _take_spare(self, device, nbytes):
+        """The largest spare of `device` if it holds `nbytes`, else None:
+        the capture keeps it for all its launches on that stream, and a
+        later one may need more than the first."""
         spares = self._spare.get(device, [])
-        fits = [b for b in spares if b.nbytes >= nbytes]
-        if not fits:
+        if not spares:
             return None
-        buffer = min(fits, key=lambda b: b.nbytes)
+        buffer = max(spares, key=lambda b: b.nbytes)
+        if buffer.nbytes < nbytes:
+            return None
         spares.remove(buffer)
         return buffer
 
@@ -135,11 +175,16 @@ class WorkspaceCache:
             self._runtime.free(device, buffer.pointer)
 
     def _replace(self, device, stream, nbytes, torch_device):
+        """A larger workspace for `stream`; the old one is given back now,
+        or by release() when a launch still holds it."""
         old = self._eager.get((device, stream))
         buffer = self._eager[(device, stream)] = self._allocate(
             device, stream, nbytes, torch_device)
         if old is not None:
-            self._release(device, stream, old)
+            if old.users:
+                old.retired = (device, stream)
+            else:
+                self._release(device, stream, old)
         return buffer
 
     def reserve(self, device, stream, nbytes, captures, torch_device=None):
@@ -185,9 +230,13 @@ def _cache_of(runtime):
     return cache
 
 
-def get_workspace(runtime, device, stream, nbytes, torch_device=None):
-    """WorkspaceCache.get on `runtime`'s cache."""
-    return _cache_of(runtime).get(device, stream, nbytes, torch_device)
+def acquire_workspace(runtime, device, stream, nbytes, torch_device=None,
+                      shape=None):
+    """(WorkspaceCache.acquire on `runtime`'s cache, that cache): the
+    caller passes the workspace to the cache's release() once its launch
+    call has returned."""
+    cache = _cache_of(runtime)
+    return cache.acquire(device, stream, nbytes, torch_device, shape), cache
 
 
 def _largest_batch(bundle):
@@ -282,6 +331,12 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
       the bytes of each workspace reserved: the most any split-K kernel of
       the bundle needs for M <= max_m and that B; 0 when the bundle has no
       split-K kernel (nothing is reserved then).
+
+    Raises:
+      TypeError, ValueError: an argument is wrong (the message names it).
+      GraphCaptureError: a stream named is capturing a graph.
+      HipUnavailableError: there is no HIP runtime.
+      All three also for a bundle without split-K kernels.
     """
     # serving imports this module for its launches.
     from . import serving  # pylint: disable=import-outside-toplevel
@@ -292,15 +347,10 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
     max_m = check_int(bundle.max_m if max_m is None else max_m, "max_m",
                       minimum=1)
     captures = check_int(captures, "captures", minimum=0)
-    kernels = [k for k in bundle.kernels()
-               if k.workspace_bytes_per_block and k.min_m <= max_m]
-    if not kernels:
-        return 0
-    batch = check_int(_largest_batch(bundle) if batch is None else batch,
-                      "batch", minimum=1)
-    nbytes = max(k.workspace_bytes(max_m if k.max_m == 0 else
-                                   min(max_m, k.max_m), batch)
-                 for k in kernels)
+    if batch is not None:
+        batch = check_int(batch, "batch", minimum=1)
+    # Every argument and the capture state are checked first, also for a
+    # bundle without split-K kernels, which reserves nothing.
     torch = sys.modules.get("torch")
     runtime = hip.get_runtime()
     if torch is not None:
@@ -309,11 +359,25 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
         torch_device = None
         index = (runtime.current_device() if device is None else
                  check_int(device, "device", minimum=0))
+    streams = _streams(torch, index, torch_device, streams)
+    for handle, _ in streams:
+        if runtime.capture_state(handle)[0] != hip.CAPTURE_NONE:
+            raise hip.GraphCaptureError(
+                f"stream {handle:#x} on device {index} is capturing a "
+                f"graph: call mla_fp8.prepare(...) before the capture "
+                f"begins")
+    kernels = [k for k in bundle.kernels()
+               if k.workspace_bytes_per_block and k.min_m <= max_m]
+    if not kernels:
+        return 0
+    if batch is None:
+        batch = check_int(_largest_batch(bundle), "batch", minimum=1)
+    nbytes = max(k.workspace_bytes(max_m if k.max_m == 0 else
+                                   min(max_m, k.max_m), batch)
+                 for k in kernels)
     cache = _cache_of(runtime)
     # The capture workspaces are allocated and zeroed on the first stream.
-    for number, (handle, stream) in enumerate(_streams(torch, index,
-                                                       torch_device,
-                                                       streams)):
+    for number, (handle, stream) in enumerate(streams):
         reserve = captures if number == 0 else 0
         if stream is not None:
             with torch.cuda.stream(stream):

@@ -118,8 +118,9 @@ def test_two_captures_get_distinct_workspaces(fake):
                        match=r"capture 43\) and a split-K launch needs a "
                        r"\d+-byte workspace, but no workspace reserved for "
                        r"graph captures is left .*call mla_fp8.prepare\("
-                       r"device=0, max_m=\.\.\., captures=N\) before "
-                       r"capturing"):
+                       r"device=0, max_m=M, batch=B, captures=N\) before "
+                       r"capturing, with M and B the largest M and B the "
+                       r"graphs use \(this launch: M=5, B=16\)"):
         call(*v_up(torch))
     assert len(lib.launches) == launches and spaces(torch) == reserved
 

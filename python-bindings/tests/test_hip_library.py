@@ -206,14 +206,45 @@ def clean_env(monkeypatch):
 
 
 def test_mapped_entries(tmp_path, clean_env):
-    """Every mapped libamdhip64 (versioned names, spaces in paths) once, in
-    map order; other objects are not."""
-    paths = ["/opt/my rocm/lib/libamdhip64.so.6.4.60400",
-             "/x/torch/lib/libamdhip64.so", "/x/libamdhip64_helper.so"]
+    """Every mapped libamdhip64 (versioned names, spaces in paths, deleted
+    files) once, in map order; other objects, also those whose names start
+    the same way, are not."""
+    runtimes = ["/opt/my rocm/lib/libamdhip64.so.6.4.60400",
+                "/x/torch/lib/libamdhip64.so",
+                "/y/libamdhip64.so.6 (deleted)"]
+    others = ["/x/libamdhip64_helper.so", "/x/libamdhip64.so.bak",
+              "/x/libamdhip64.so.6.x", "/x/libamdhip64.sox",
+              "/x/libamdhip64"]
+    paths = runtimes[:1] + others + runtimes[1:]
     clean_env.setattr(hip, "_MAPS", str(write_maps(tmp_path, paths)))
-    assert hip.mapped_hip_libraries() == paths
+    assert hip.mapped_hip_libraries() == runtimes
     clean_env.setattr(hip, "_MAPS", str(tmp_path / "absent"))
     assert hip.mapped_hip_libraries() == []
+
+
+def test_deleted_mapped_copy(tmp_path, clean_env):
+    """The mapped runtime's file was deleted or replaced since it was
+    loaded: the error says so and that the process must restart, also when
+    the setting names the new file."""
+    new = tmp_path / "libamdhip64.so"
+    new.write_bytes(b"")
+    maps = write_maps(tmp_path, [f"{new} (deleted)"])
+    clean_env.setattr(hip, "_MAPS", str(maps))
+    replaced = (f"^the HIP runtime this process loaded, {re.escape(str(new))}"
+                f", was deleted or replaced on disk since it was loaded "
+                r"\(ROCm or torch reinstalled\?\), so it cannot be opened "
+                r"again: restart the process$")
+    with pytest.raises(hip.HipUnavailableError, match=replaced):
+        hip.find_hip_library()
+    clean_env.setenv(hip.LIBRARY_ENV, str(new))
+    with pytest.raises(hip.HipUnavailableError, match=replaced):
+        hip.find_hip_library()
+    hip.reset_runtime()
+    try:
+        with pytest.raises(hip.HipUnavailableError, match=replaced):
+            hip.get_runtime(loader=lambda path: pytest.fail(path))
+    finally:
+        hip.reset_runtime()
 
 
 def test_several_mapped_without_torch(tmp_path, clean_env):

@@ -39,7 +39,9 @@ class FakeDtype:
 def make_cpu_torch(with_library):
     """A torch module whose CPU tensors are numpy arrays; with_library adds
     a torch.library whose custom_op records registrations and calls the
-    implementation eagerly, as the dispatcher does outside compilation."""
+    implementation eagerly, as the dispatcher does outside compilation, and
+    the functions telling whether torch traces, which answer what
+    `torch.tracing` says."""
     torch = types.ModuleType("torch")
     torch.__version__ = "2.99-fake" if with_library else "1.13-fake"
     dtypes = {name: FakeDtype(name) for name in _STORAGE}
@@ -71,7 +73,11 @@ def make_cpu_torch(with_library):
         def __getitem__(self, index):
             return Tensor(self.array[index], self.dtype)
 
+    class Parameter(Tensor):
+        pass
+
     torch.Tensor, torch.dtype = Tensor, FakeDtype
+    torch.nn = types.SimpleNamespace(Parameter=Parameter)
     torch.from_numpy = lambda a: Tensor(a, dtypes[a.dtype.name])
     torch.full = lambda shape, value, dtype, device: Tensor(
         np.full(shape, value, _STORAGE[dtype.name]), dtype)
@@ -98,6 +104,15 @@ def make_cpu_torch(with_library):
 
         torch.library = types.SimpleNamespace(custom_op=custom_op,
                                               register_fake=object())
+        state = torch.tracing = dict(compiling=False, modes=0,
+                                     interpreter=None, jit=None)
+        torch.compiler = types.SimpleNamespace(
+            is_compiling=lambda: state["compiling"])
+        torch._C = types.SimpleNamespace(
+            _len_torch_dispatch_stack=lambda: state["modes"],
+            _functorch=types.SimpleNamespace(
+                peek_interpreter_stack=lambda: state["interpreter"]),
+            _get_tracing_state=lambda: state["jit"])
     else:
         torch.library = types.SimpleNamespace()  # 1.13: define/impl only
     return torch
@@ -179,13 +194,10 @@ def test_cpu_tensors_run_on_the_emulator(torch, rng, transpose_bm):
     ref = mla_fp8.reference_prequant_bmm(x, w, ws, fp8_format=FNUZ,
                                          transpose_bm=transpose_bm)
     assert_close(Y.view(torch.int16).numpy().view(np.uint16), ref)
-    if torch.registered:
-        (name, args), = torch.calls
-        assert name == torch_op.OP and args[5] is torch.bfloat16
-        assert torch.registered[torch_op.OP].mutates_args == ()
-    # Registered once, whatever the number of calls.
+    # Registered once, whatever the number of calls; an eager call does
+    # not go through it (see test_traced_calls_go_through_the_op).
     call(X, WQ, 0.5)
-    assert len(torch.registered) in (0, 2)
+    assert len(torch.registered) in (0, 2) and not torch.calls
 
 
 def test_yq_is_written_in_place_in_its_own_dtype(torch, rng, tmp_path_factory):
@@ -204,10 +216,6 @@ def test_yq_is_written_in_place_in_its_own_dtype(torch, rng, tmp_path_factory):
                                          transpose_bm=True, out_type="f16")
     assert_close(big[:, 1:B + 1], ref, "f16")
     assert np.all(big[:, 0] == 0x7777) and np.all(big[:, B + 1] == 0x7777)
-    if torch.registered:
-        (name, args), = torch.calls
-        assert name == torch_op.OUT_OP and args[5] is YQ
-        assert torch.registered[torch_op.OUT_OP].mutates_args == ("YQ",)
     with pytest.raises(ValueError, match="^dtype: expected bfloat16"):
         call(X, WQ, WS, dtype="fp32", YQ=YQ, transpose_bm=True)
     with pytest.raises(TypeError, match="^YQ: expected dtype bfloat16"):
@@ -255,6 +263,45 @@ def test_argument_errors(torch, rng):
         kwargs.update(override)
         with pytest.raises(error, match=pattern):
             call(**kwargs)
+
+
+@pytest.mark.parametrize("tracing", ["compiling", "dispatch_mode",
+                                     "functorch", "jit", "subclass",
+                                     "no_probe"])
+def test_traced_calls_go_through_the_op(torch_with_library, rng, tracing):
+    """Eager calls launch directly (torch's dispatch costs host time); a
+    call that torch traces goes through the op, and so does every call
+    with a torch that cannot say whether it traces."""
+    torch = torch_with_library
+    m = 5
+    x, w, ws, X, WQ, WS = operands(torch, rng, m)
+    ref = mla_fp8.reference_prequant_bmm(x, w, ws, fp8_format=FNUZ)
+    if tracing == "no_probe":
+        del torch.compiler
+    else:
+        eager = call(X, torch.nn.Parameter(WQ.array, WQ.dtype), WS)
+        assert_close(eager.view(torch.int16).numpy().view(np.uint16), ref)
+        assert not torch.calls and len(torch.registered) == 2
+        if tracing == "subclass":
+            class FakeTensor(torch.Tensor):
+                pass
+            X = FakeTensor(X.array, X.dtype)
+        else:
+            torch.tracing.update(dict(compiling=dict(compiling=True),
+                                      dispatch_mode=dict(modes=1),
+                                      functorch=dict(interpreter=object()),
+                                      jit=dict(jit=object()))[tracing])
+    Y = call(X, WQ, WS)
+    assert_close(Y.view(torch.int16).numpy().view(np.uint16), ref)
+    (name, args), = torch.calls
+    assert name == torch_op.OP and args[0] is X and args[5] is torch.bfloat16
+    assert torch.registered[torch_op.OP].mutates_args == ()
+    YQ = tensor(torch, np.zeros((B, m, N), np.uint16), "bfloat16")
+    assert call(X, WQ, WS, YQ=YQ) is YQ
+    assert_close(YQ.numpy(), ref)
+    (name, args) = torch.calls[-1]
+    assert name == torch_op.OUT_OP and args[5] is YQ
+    assert torch.registered[torch_op.OUT_OP].mutates_args == ("YQ",)
 
 
 def test_fake_implementations_give_shapes_without_running(
