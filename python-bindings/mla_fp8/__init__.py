@@ -42,17 +42,19 @@ Modules
 
 Native parts
 ------------
-``import mla_fp8`` loads only ``_mla_fp8``, the serving module, which links
-no MLIR: bundles, the emulator, the reference and the formats. The compiler
-(``ir``, ``aot``) is ``_mla_fp8_compiler``, linking MLIR; it is imported the
-first time ``mla_fp8.aot``, ``mla_fp8.ir`` or one of their functions
-(``compile_spec``, ``generate_bundle``, ``parse_and_print``,
-``run_pipeline``) is used, so a serving process never maps libMLIR.
+``import mla_fp8`` loads no native module, and serving needs none: the bundle
+loader with all its checks, the kernel lookup and the HIP launcher are pure
+Python. ``_mla_fp8`` (linking LLVM's runtime library, never MLIR) runs the
+emulator, the reference and the bit conversions; it is imported the first
+time one of those is used. The compiler (``ir``, ``aot``) is
+``_mla_fp8_compiler``, linking MLIR; it is imported the first time
+``mla_fp8.aot``, ``mla_fp8.ir`` or one of their functions (``compile_spec``,
+``generate_bundle``, ``parse_and_print``, ``run_pipeline``) is used. A
+serving process on a GPU thus maps neither LLVM nor MLIR.
 """
 
 import importlib
 
-from . import _mla_fp8
 from .formats import (FP8_FORMATS, fp8_max, to_bf16_bits, from_bf16_bits,
                       to_f16_bits, from_f16_bits, quantize_fp8,
                       dequantize_fp8)

@@ -4,19 +4,10 @@ comes from). Every error names the argument at fault."""
 
 import numpy as np
 
-from . import _mla_fp8
-
-_LIMITS = _mla_fp8.limits()
-#: Each buffer a kernel reads or writes is memref<2147483647 x T>: every
-#: element index a launch touches must be below this.
-KERNEL_MAX_ELEMENTS = _LIMITS["kernel_max_elements"]
-#: A grid dimension in work-items (workgroups * workgroup size): uint32.
-MAX_GRID_WORK_ITEMS = _LIMITS["max_grid_work_items"]
-EMULATOR_MAX_BATCH = _LIMITS["emulator_max_batch"]
-EMULATOR_MAX_M = _LIMITS["emulator_max_m"]
-EMULATOR_MAX_DIM = _LIMITS["emulator_max_dim"]
-EMULATOR_MAX_ELEMENTS = _LIMITS["emulator_max_elements"]
-EMULATOR_MAX_THREADS = _LIMITS["emulator_max_threads"]
+from ._abi import (EMULATOR_MAX_BATCH, EMULATOR_MAX_DIM,  # noqa: F401
+                   EMULATOR_MAX_ELEMENTS, EMULATOR_MAX_M,
+                   EMULATOR_MAX_THREADS, KERNEL_MAX_ELEMENTS,
+                   MAX_GRID_WORK_ITEMS, rows_overlap)
 
 _SEE = "(docs/limits.md)"
 
@@ -84,7 +75,7 @@ def check_launch(kernel, m, batch, x_name="X"):
 
 def check_rows_disjoint(name, stride_b, batch, stride_m, m, n):
     """Refuses an output whose distinct (b, m) rows share elements."""
-    if batch and m and _mla_fp8.rows_overlap(stride_b, batch, stride_m, m, n):
+    if batch and m and rows_overlap(stride_b, batch, stride_m, m, n):
         raise ValueError(f"{name}: its strides ({stride_b} along B, "
                          f"{stride_m} along M) make distinct rows of N={n} "
                          f"elements overlap")

@@ -3,19 +3,22 @@
 A launcher needs, per kernel: the code object (one per chip, shared by its
 kernels), the symbol, the workgroup size, the grid for (M, B) and the kernarg
 layout. docs/manifest.md describes the bundle.
+
+Pure Python (_manifest.py checks what the C++ loader checks), so that
+serving needs no native module; the native loader is used only to run
+kernels on the emulator.
 """
 
 import os
+import threading
 
-from . import _mla_fp8
+from . import _abi, _manifest
 from ._checks import (HALF_TYPES, W_SCALE_MODES, check_choice,
                       check_group_size, check_int)
+from ._manifest import BundleError
+from ._native import native_module
 
 __all__ = ["Bundle", "BundleError", "Kernel", "load_bundle"]
-
-
-class BundleError(ValueError):
-    """A bundle cannot be loaded: the message names the file and field."""
 
 
 class Kernel:
@@ -40,7 +43,11 @@ class Kernel:
 
     def __init__(self, bundle, info):
         self._bundle = bundle
+        info = dict(info)
         self._key = info.pop("key")
+        self._launch = info.pop("launch")
+        for name in ("block_n", "waves", "split_k"):
+            info.pop(name)
         self.__dict__.update(info)
         self.arg_offsets = {a["name"]: a["offset"] for a in self.args
                             if not a["hidden"]}
@@ -56,8 +63,11 @@ class Kernel:
         workspace_bytes_per_block (0: none)."""
         m = check_int(m, "m", minimum=0)
         b = check_int(b, "b", minimum=0)
-        return self._bundle._native.workspace_bytes(self._key[0], self._key[1],
-                                                    m, b)
+        bytes_ = b * -(-m // self.block_m) * self.workspace_bytes_per_block
+        if bytes_ >= 1 << 63:
+            raise ValueError(f"{self.symbol}: the split-K workspace for M = "
+                             f"{m}, B = {b} does not fit in 64 bits")
+        return bytes_
 
     def serves(self, m):
         """Whether this kernel's M range holds `m`."""
@@ -68,7 +78,21 @@ class Kernel:
         m is 0 (launch nothing)."""
         m = check_int(m, "m", minimum=0)
         b = check_int(b, "b", minimum=0)
-        return self._bundle._native.grid(self._key[0], self._key[1], m, b)
+        # The geometry is checked against the kernel's metadata here, as
+        # every launcher asks for the grid first.
+        if m > _abi.MAX_MANIFEST_M:
+            raise ValueError(f"{self.symbol}: M = {m} is above the largest M "
+                             f"a kernel indexes, {_abi.MAX_MANIFEST_M}")
+        (_, x), (_, y_divisor), _ = _abi.grid_dims(self._launch)
+        grid = (x, -(-m // y_divisor), b)
+        for name, count, size in zip("xyz", grid, self.workgroup_size):
+            # The dispatch packet holds work-items per axis in 32 bits.
+            if count > _abi.MAX_GRID_WORK_ITEMS // size:
+                raise ValueError(f"{self.symbol}: grid.{name} = {count} "
+                                 f"workgroups of {size} work-items does not "
+                                 f"fit in 32 bits")
+        self.workspace_bytes(m, b)
+        return grid
 
     def __repr__(self):
         upper = "inf" if self.max_m == 0 else self.max_m
@@ -91,42 +115,41 @@ class Bundle:
 
     def __init__(self, directory):
         directory = os.fspath(directory)
-        try:
-            self._native = _mla_fp8.Bundle(_path_bytes(directory, "directory"))
-        except ValueError as error:
-            raise BundleError(str(error)) from None
+        self._loaded = _manifest.load(_path_bytes(directory, "directory"))
         self.directory = directory
         self._kernels = {}
-        self._code_objects = {}
+        self._native_bundle = None
+        self._native_lock = threading.Lock()
 
     @property
     def schema_version(self):
         """The manifest's schema version."""
-        return self._native.schema_version
+        return self._loaded.schema_version
 
     @property
     def model(self):
         """The model preset the bundle was generated for."""
-        return self._native.model
+        return self._loaded.model
 
     @property
     def compiler_version(self):
         """The mla-fp8 version that generated the bundle."""
-        return self._native.compiler_version
+        return self._loaded.compiler_version
 
     @property
     def max_m(self):
         """The M the ranges were planned for (larger M still finds one)."""
-        return self._native.max_m
+        return self._loaded.max_m
 
     @property
     def chips(self):
         """The chips of the bundle, in manifest order."""
-        return [c["chip"] for c in self._native.chips()]
+        return [c.chip for c in self._loaded.chips]
 
     def kernels(self):
         """Every kernel of every chip."""
-        return [self._wrap(info) for info in self._native.kernels()]
+        return [self._wrap(info) for chip in self._loaded.chips
+                for info in chip.kernels]
 
     def find_kernel(self, chip, n, k, m, *, out_type="bf16",
                     w_scale="per_tensor", group_size=128, in_type="bf16",
@@ -146,9 +169,24 @@ class Bundle:
         in_type = check_choice(in_type, HALF_TYPES, "in_type")
         w_scale = check_choice(w_scale, W_SCALE_MODES, "w_scale")
         group_size = check_group_size(group_size)
-        info = self._native.find_kernel(chip, n, k, m, out_type, w_scale,
-                                        group_size, in_type, bool(has_bias))
-        return None if info is None else self._wrap(info)
+        wanted = {"n": n, "k": k, "group_size": group_size,
+                  "in_type": in_type, "out_type": out_type,
+                  "w_scale": w_scale, "has_bias": bool(has_bias)}
+        lowest = None
+        for loaded in self._loaded.chips:
+            if loaded.chip != chip:
+                continue
+            for info in loaded.kernels:
+                if any(info[f] != v for f, v in wanted.items()):
+                    continue
+                if m > 0 and m >= info["min_m"] and (
+                        info["max_m"] == 0 or m <= info["max_m"]):
+                    return self._wrap(info)
+                if lowest is None or info["min_m"] < lowest["min_m"]:
+                    lowest = info
+        # M = 0 launches nothing; any kernel of the shape describes that
+        # (empty) launch, not to be mistaken for an unsupported shape.
+        return self._wrap(lowest) if m == 0 and lowest is not None else None
 
     def _wrap(self, info):
         key = info["key"]
@@ -159,14 +197,33 @@ class Bundle:
 
     def _chip_sha256(self, chip_index):
         """The SHA-256 of a chip's code object (hex)."""
-        return self._native.chips()[chip_index]["sha256"]
+        return self._loaded.chips[chip_index].sha256
 
     def _code_object(self, chip_index):
-        data = self._code_objects.get(chip_index)
-        if data is None:
-            data = self._code_objects[chip_index] = self._native.code_object(
-                chip_index)
-        return data
+        return self._loaded.chips[chip_index].code_object
+
+    @property
+    def _native(self):
+        """The native module's load of the same bundle, for the emulator:
+        loaded on first use, and refused if the files changed since this
+        object read them."""
+        with self._native_lock:
+            if self._native_bundle is None:
+                module = native_module("running kernels on the emulator")
+                try:
+                    loaded = module.Bundle(_path_bytes(self.directory,
+                                                       "directory"))
+                except ValueError as error:
+                    raise BundleError(str(error)) from None
+                now = [(c["chip"], c["sha256"]) for c in loaded.chips()]
+                then = [(c.chip, c.sha256) for c in self._loaded.chips]
+                if now != then or [k["symbol"] for k in loaded.kernels()] != \
+                        [k.symbol for k in self.kernels()]:
+                    raise BundleError(f"{self.directory}: the bundle changed "
+                                      f"on disk since it was loaded; load it "
+                                      f"again")
+                self._native_bundle = loaded
+            return self._native_bundle
 
     def __repr__(self):
         return (f"Bundle({self.directory!r}, model={self.model!r}, "

@@ -6,7 +6,7 @@ for the convention (uint16 for bf16/f16, uint8 for fp8).
 
 import numpy as np
 
-from . import _mla_fp8
+from ._native import native_module
 from ._checks import FP8_FORMATS, as_floats, check_bits, check_bool
 from ._checks import check_fp8_format
 
@@ -14,9 +14,13 @@ __all__ = ["FP8_FORMATS", "fp8_max", "to_bf16_bits", "from_bf16_bits",
            "to_f16_bits", "from_f16_bits", "quantize_fp8", "dequantize_fp8"]
 
 
+def _native():
+    return native_module("the bf16, f16 and fp8 conversions")
+
+
 def fp8_max(fp8_format):
     """Largest finite value of `fp8_format` (240.0 for f8E4M3FNUZ, ...)."""
-    return float(_mla_fp8.fp8_max(check_fp8_format(fp8_format)))
+    return float(_native().fp8_max(check_fp8_format(fp8_format)))
 
 
 def _to_half_bits(values, name, from_float, from_double):
@@ -32,26 +36,26 @@ def to_bf16_bits(values):
 
     float64 input is rounded once, directly to bf16.
     """
-    return _to_half_bits(values, "values", _mla_fp8.float_to_bf16,
-                         _mla_fp8.double_to_bf16)
+    return _to_half_bits(values, "values", _native().float_to_bf16,
+                         _native().double_to_bf16)
 
 
 def from_bf16_bits(bits):
     """uint16 bf16 bits -> float32 (exact)."""
     check_bits(bits, np.uint16, "bits")
-    return _mla_fp8.bf16_to_float(np.ascontiguousarray(bits))
+    return _native().bf16_to_float(np.ascontiguousarray(bits))
 
 
 def to_f16_bits(values):
     """float array -> uint16 IEEE binary16 bits (RNE, subnormals kept)."""
-    return _to_half_bits(values, "values", _mla_fp8.float_to_f16,
-                         _mla_fp8.double_to_f16)
+    return _to_half_bits(values, "values", _native().float_to_f16,
+                         _native().double_to_f16)
 
 
 def from_f16_bits(bits):
     """uint16 IEEE binary16 bits -> float32 (exact)."""
     check_bits(bits, np.uint16, "bits")
-    return _mla_fp8.f16_to_float(np.ascontiguousarray(bits))
+    return _native().f16_to_float(np.ascontiguousarray(bits))
 
 
 def quantize_fp8(values, fp8_format, *, saturate=True):
@@ -66,11 +70,11 @@ def quantize_fp8(values, fp8_format, *, saturate=True):
     saturate = check_bool(saturate, "saturate")
     array = np.ascontiguousarray(as_floats(values, "values"),
                                  dtype=np.float32)
-    return _mla_fp8.encode_fp8(array, fp8_format, saturate)
+    return _native().encode_fp8(array, fp8_format, saturate)
 
 
 def dequantize_fp8(bits, fp8_format):
     """uint8 bits of `fp8_format` -> float32 (exact; NaN for NaN patterns)."""
     fp8_format = check_fp8_format(fp8_format)
     check_bits(bits, np.uint8, "bits")
-    return _mla_fp8.decode_fp8(np.ascontiguousarray(bits), fp8_format)
+    return _native().decode_fp8(np.ascontiguousarray(bits), fp8_format)

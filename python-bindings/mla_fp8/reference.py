@@ -7,13 +7,17 @@ output type.
 
 import numpy as np
 
-from . import _mla_fp8
+from ._native import native_module
 from ._checks import (HALF_TYPES, as_float32, check_bits, check_bool,
                       check_choice, check_fp8_format, check_group_size,
                       check_int, element_strides)
 
 __all__ = ["reference_prequant_bmm", "quantize_weights",
            "reencode_e4m3fn_to_fnuz"]
+
+
+def _native():
+    return native_module("the reference")
 
 
 def _check_x_strides(x_strides, x_bits, batch, m, k):
@@ -141,7 +145,7 @@ def reference_prequant_bmm(x_bits, w_bits, w_scale, *, fp8_format,
     if batch and rows and n:
         w = np.ascontiguousarray(w_bits)
         try:
-            _mla_fp8.reference_prequant_bmm(
+            _native().reference_prequant_bmm(
                 x_bits, stride_b, stride_m, batch, rows, n, k, w, scales,
                 per_batch, bias, y, y_stride_b, y_stride_m, group_size,
                 fp8_format, in_type, out_type, flags)
@@ -180,7 +184,7 @@ def quantize_weights(w, fp8_format, per_batch=False):
             raise ValueError("w: per_batch needs a non-empty first axis")
     else:
         batch = 0
-    return _mla_fp8.quantize_weights(array, fp8_format, batch)
+    return _native().quantize_weights(array, fp8_format, batch)
 
 
 def reencode_e4m3fn_to_fnuz(bits):
@@ -194,5 +198,6 @@ def reencode_e4m3fn_to_fnuz(bits):
       (uint8 bits of f8E4M3FNUZ shaped like `bits`, factor)
     """
     check_bits(bits, np.uint8, "bits")
-    out, factor = _mla_fp8.reencode_e4m3fn_to_fnuz(np.ascontiguousarray(bits))
+    out, factor = _native().reencode_e4m3fn_to_fnuz(
+        np.ascontiguousarray(bits))
     return out, float(factor)

@@ -3,8 +3,8 @@ quantization): e4m3fnuz on gfx942, OCP e4m3fn on gfx950."""
 
 import numpy as np
 
+from ._abi import CHIPS
 from ._checks import as_float32, check_bits, check_bool, check_str
-from ._mla_fp8 import chips as _chips
 from .reference import quantize_weights, reencode_e4m3fn_to_fnuz
 
 __all__ = ["CHIP_FP8_FORMATS", "supported_chips", "fp8_format_for_chip",
@@ -12,14 +12,14 @@ __all__ = ["CHIP_FP8_FORMATS", "supported_chips", "fp8_format_for_chip",
 
 #: The fp8 weight format of each supported chip's kernels, from the chip
 #: table (lib/Hardware).
-CHIP_FP8_FORMATS = {c["name"]: c["fp8_e4m3_type"] for c in _chips()}
+CHIP_FP8_FORMATS = {c["name"]: c["fp8_e4m3_type"] for c in CHIPS}
 
 
 def supported_chips():
     """The chip table (lib/Hardware): one dict per supported chip with its
     name, marketing_names, architecture, fp8_e4m3_type, fp8_e5m2_type,
     wave_size, lds_bytes_per_workgroup, num_cus and mfmas (mnemonics)."""
-    return _chips()
+    return [dict(c, mfmas=list(c["mfmas"])) for c in CHIPS]
 
 
 def fp8_format_for_chip(chip):

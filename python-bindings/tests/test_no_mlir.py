@@ -90,18 +90,20 @@ def test_compiler_submodule_maps_mlir(session_bundle):
 
 # vLLM's K-up and V-up and SGLang's K-up (upstream_mla) through the AITER
 # shim, on test_hip's fake torch and mocked libamdhip64, in an interpreter
-# where the compiler module cannot be imported. The emulator is compiled
-# into _mla_fp8 with the bundle loader, so it cannot be left out; the child
-# makes the numpy path raise instead, to show torch tensors never reach it.
+# where neither native module can be imported, as on a ROCm machine given
+# only the Python package. The child also makes the emulator path raise, to
+# show torch tensors never reach it.
 _HIP_CHILD = textwrap.dedent("""
     import importlib.abc
     import sys
+
+    import numpy as np
 
     sys.path.insert(0, sys.argv[2])
 
     class Absent(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path=None, target=None):
-            if name == "mla_fp8._mla_fp8_compiler":
+            if name in ("mla_fp8._mla_fp8", "mla_fp8._mla_fp8_compiler"):
                 raise ModuleNotFoundError(f"No module named {name!r}",
                                           name=name)
             return None
@@ -143,8 +145,9 @@ _HIP_CHILD = textwrap.dedent("""
         for (n, k), launch in zip([(512, 128), (128, 512), (512, 128)],
                                   lib.launches)])
     with open("/proc/self/maps", encoding="utf-8") as maps:
-        print("mlir:", sorted({line.split()[-1] for line in maps
-                               if "/libMLIR" in line}))
+        print("llvm or mlir:", sorted({
+            line.split()[-1] for line in maps
+            if "/libMLIR" in line or "/libLLVM" in line}))
     print("native:", sorted(name for name, module in sys.modules.items()
                             if name.startswith("mla_fp8.") and
                             getattr(module, "__file__", "").endswith(".so")))
@@ -152,10 +155,14 @@ _HIP_CHILD = textwrap.dedent("""
         mla_fp8.compile_spec(512, 128, "gfx942")
     except ImportError as error:
         print("compiler:", error)
+    try:
+        mla_fp8.to_bf16_bits(np.zeros(2))
+    except ImportError as error:
+        print("formats:", error)
 """)
 
 
-def test_hip_serving_without_the_compiler(session_bundle):
+def test_hip_serving_without_native_modules(session_bundle):
     tests = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.dirname(os.path.dirname(mla_fp8.__file__))
@@ -166,12 +173,17 @@ def test_hip_serving_without_the_compiler(session_bundle):
         env=env, capture_output=True, text=True, timeout=300, check=False)
     assert child.returncode == 0, child.stderr
     out = dict(line.split(": ", 1) for line in child.stdout.splitlines())
-    # Three launches, each for the five decode tokens.
+    # Three launches, each for the five decode tokens, from a bundle loaded
+    # and checked in Python.
     assert out["launches"] == "[5, 5, 5]"
-    assert out["mlir"] == "[]"
-    assert out["native"] == "['mla_fp8._mla_fp8']"
-    # Only asking for the compiler fails, naming the module.
+    assert out["llvm or mlir"] == "[]"
+    assert out["native"] == "[]"
+    # Only asking for the compiler or the emulator's side fails, naming the
+    # module it needs.
     assert "_mla_fp8_compiler" in out["compiler"]
+    assert out["formats"].startswith(
+        "the bf16, f16 and fp8 conversions needs mla_fp8's native module "
+        "_mla_fp8")
 
 
 def test_serving_module_needs_only_llvm():
