@@ -15,7 +15,7 @@ from collections import namedtuple
 
 from ._abi import MAX_METADATA_DEPTH
 
-__all__ = ["CodeObjectError", "read_code_object_metadata"]
+__all__ = ["CodeObjectError", "printable", "read_code_object_metadata"]
 
 
 class CodeObjectError(ValueError):
@@ -82,6 +82,14 @@ class CodeObjectMetadata:
 
 def _fail(message):
     raise CodeObjectError(message)
+
+
+def printable(text):
+    """A string read from a code object (its bytes kept by
+    surrogateescape, so that comparisons are of bytes) for a message: bytes
+    that are not UTF-8 as \\xNN."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8",
+                                                          "backslashreplace")
 
 
 # --- ELF ------------------------------------------------------------------------

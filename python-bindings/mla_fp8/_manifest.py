@@ -20,7 +20,8 @@ import stat
 from collections import namedtuple
 
 from . import _abi
-from ._codeobject import CodeObjectError, read_code_object_metadata
+from ._codeobject import (CodeObjectError, printable,
+                          read_code_object_metadata)
 from ._manifest_kernel import as_integer, check_overlaps, read_checked_kernel
 
 __all__ = ["BundleError", "LoadedBundle", "LoadedChip", "load"]
@@ -102,12 +103,31 @@ def _parse_json(text, max_depth):
         raise ValueError(f"invalid JSON value {name}")
 
     try:
-        return json.loads(text.decode("utf-8"),
-                          parse_constant=refuse_constant)
+        value = json.loads(text.decode("utf-8"),
+                           parse_constant=refuse_constant)
     except UnicodeDecodeError:
         raise ValueError("Invalid UTF-8 sequence") from None
     except json.JSONDecodeError as error:
         raise ValueError(str(error)) from None
+    # An escaped surrogate without its pair reads as U+FFFD, as in the C++
+    # parser, so that no string compares equal here and not there.
+    if re.search(rb"\\u[dD][89a-fA-F]", text):
+        value = _replace_lone_surrogates(value)
+    return value
+
+
+def _replace_lone_surrogates(value):
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_replace_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_replace_lone_surrogates(k): _replace_lone_surrogates(v)
+                for k, v in value.items()}
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class _Reader:
@@ -251,7 +271,8 @@ def _load_code_object(r, directory, manifest_name, path, size, chip):
         raise BundleError(f"{shown}: {error}") from None
     if metadata.processor != chip["chip"]:
         r.fail(r.join(path, "chip"), f"'{chip['chip']}', but "
-               f"{chip['code_object']} is for '{metadata.processor}'")
+               f"{chip['code_object']} is for "
+               f"'{printable(metadata.processor)}'")
         raise r.error()
     version = metadata.code_object_version
     if chip["code_object_version"] not in (0, version):

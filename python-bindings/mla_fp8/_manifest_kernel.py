@@ -5,6 +5,7 @@ own metadata (lib/Runtime/ManifestKernel.cpp, with its messages)."""
 import re
 
 from . import _abi
+from ._codeobject import printable
 
 __all__ = ["DESCRIPTION_FIELDS", "as_integer", "check_overlaps",
            "read_checked_kernel"]
@@ -337,8 +338,9 @@ def _check_metadata(r, path, e, metadata, code_object_file):
             return mismatch(r.join(arg_path, "size"), a["size"], m.size,
                             ".size")
         if a["kind"] != m.value_kind:
-            r.fail(r.join(arg_path, "kind"), f"\"{a['kind']}\", but the code "
-                   f"object's .value_kind is \"{m.value_kind}\"")
+            r.fail(r.join(arg_path, "kind"),
+                   f"\"{a['kind']}\", but the code object's .value_kind is "
+                   f"\"{printable(m.value_kind)}\"")
             return None
     return None
 

@@ -452,6 +452,22 @@ PYBIND11_MODULE(_mla_fp8, m) {
         return chips;
       },
       "The chip table: one dict per supported chip");
+  m.def(
+      "loader_facts",
+      [] {
+        embedding::LoaderFacts facts = embedding::getLoaderFacts();
+        py::list args, mfmas;
+        for (const embedding::KernelArgSummary &a : facts.args)
+          args.append(py::make_tuple(a.name, a.offset, a.size, a.valueKind));
+        for (const embedding::MfmaSummary &m : facts.mfmas)
+          mfmas.append(py::make_tuple(m.shape, m.mnemonic, m.m, m.n));
+        py::dict constants;
+        for (const auto &[name, value] : facts.constants)
+          constants[py::str(name)] = value;
+        return py::make_tuple(args, mfmas, constants);
+      },
+      "The kernel ABI's arguments, the MFMA records and the loader's "
+      "bounds, for checking the package's pure-Python loader against them");
   m.def("limits", [] {
     py::dict d;
     d["kernel_max_elements"] = runtime::kKernelMaxElements;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::mlafp8::embedding {
@@ -38,6 +39,32 @@ struct ChipSummary {
 
 /// Every supported chip, in the chip table's order.
 std::vector<ChipSummary> listChips();
+
+/// One explicit argument of the kernel ABI.
+struct KernelArgSummary {
+  std::string name;
+  unsigned offset = 0, size = 0;
+  /// The code-object metadata's .value_kind, e.g. "global_buffer".
+  std::string valueKind;
+};
+
+/// One fp8 MFMA record that a tile may name.
+struct MfmaSummary {
+  /// The tile's spelling, e.g. "m16n16k32".
+  std::string shape;
+  std::string mnemonic;
+  unsigned m = 0, n = 0;
+};
+
+/// What a bundle loader written in another language (the Python package's)
+/// must agree on with this one: the kernel ABI's arguments, the MFMA records
+/// and every bound the loader checks, by name.
+struct LoaderFacts {
+  std::vector<KernelArgSummary> args;
+  std::vector<MfmaSummary> mfmas;
+  std::vector<std::pair<std::string, int64_t>> constants;
+};
+LoaderFacts getLoaderFacts();
 
 /// Loads a bundle directory (Runtime/Bundle.h); null with `error` set on
 /// failure.

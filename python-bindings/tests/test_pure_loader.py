@@ -1,0 +1,294 @@
+"""The pure-Python bundle loader (mla_fp8._manifest, _codeobject, _abi)
+against the native one (lib/Runtime through _mla_fp8): the same tables, the
+same kernels, grids and workspaces, and on damaged bundles the same answer,
+refused with the same message where the message is the project's own."""
+
+import hashlib
+import json
+import os
+import random
+import shutil
+
+import pytest
+
+import mla_fp8
+from mla_fp8 import _abi, _manifest
+from mla_fp8 import _mla_fp8 as native
+
+
+@pytest.fixture(scope="module")
+def small_bundle(tmp_path_factory):
+    """One chip, few kernels: a code object small enough to damage often."""
+    directory = tmp_path_factory.mktemp("pure") / "small"
+    mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],
+                            chips=["gfx942"], max_m=16)
+    return directory
+
+
+def test_tables_match_the_native_ones():
+    args, mfmas, constants = native.loader_facts()
+    assert [(a.name, a.offset, a.size, a.value_kind)
+            for a in _abi.KERNEL_ARGS] == [tuple(a) for a in args]
+    assert [(m.shape, m.mnemonic, m.m, m.n) for m in _abi.MFMAS] == \
+        [tuple(m) for m in mfmas]
+    for name, value in constants.items():
+        assert getattr(_abi, name) == value, name
+    limits = native.limits()
+    for name, value in limits.items():
+        assert getattr(_abi, name.upper()) == value, name
+    assert mla_fp8.supported_chips() == native.chips()
+
+
+def test_rows_overlap_matches_the_native_one():
+    rng = random.Random(7)
+    for _ in range(5000):
+        case = (rng.randint(-600, 600), rng.randint(0, 5),
+                rng.randint(-600, 600), rng.randint(0, 5),
+                rng.randint(1, 300))
+        assert _abi.rows_overlap(*case) == native.rows_overlap(*case), case
+
+
+def _native_kernels(directory):
+    bundle = native.Bundle(os.fsencode(directory))
+    return bundle, bundle.kernels()
+
+
+@pytest.mark.parametrize("which", ["session_bundle", "split_k_bundle"])
+def test_kernels_grids_and_workspaces_match(which, request):
+    directory = request.getfixturevalue(which)
+    bundle = mla_fp8.load_bundle(directory)
+    other, expected = _native_kernels(directory)
+    kernels = bundle.kernels()
+    assert len(kernels) == len(expected)
+    assert bundle.schema_version == other.schema_version
+    assert (bundle.model, bundle.max_m, bundle.compiler_version) == \
+        (other.model, other.max_m, other.compiler_version)
+    assert [(c, bundle._chip_sha256(i)) for i, c in enumerate(bundle.chips)] \
+        == [(c["chip"], c["sha256"]) for c in other.chips()]
+    sizes = [0, 1, 5, 16, 17, 64, 1000, 65535, 2 ** 31 - 1, 2 ** 31, 2 ** 40]
+    for kernel, info in zip(kernels, expected):
+        for name, value in info.items():
+            if name != "key":
+                assert getattr(kernel, name) == value, (kernel, name)
+        assert kernel.code_object == other.code_object(info["key"][0])
+        for m in sizes:
+            for b in sizes:
+                key = info["key"]
+                try:
+                    want = other.grid(key[0], key[1], m, b)
+                except ValueError as error:
+                    with pytest.raises(ValueError) as raised:
+                        kernel.grid(m, b)
+                    assert str(raised.value) == str(error)
+                    continue
+                assert kernel.grid(m, b) == want
+                assert kernel.workspace_bytes(m, b) == \
+                    other.workspace_bytes(key[0], key[1], m, b)
+
+
+def _write_manifest(directory, manifest):
+    text = json.dumps(manifest, indent=1).encode()
+    (directory / "manifest.json").write_bytes(text)
+    (directory / "manifest.sha256").write_text(
+        hashlib.sha256(text).hexdigest() + "  manifest.json\n")
+
+
+def _copy(bundle, tmp_path, name):
+    directory = tmp_path / name
+    shutil.copytree(bundle, directory)
+    return directory, json.loads((directory / "manifest.json").read_text())
+
+
+def _answers(directory):
+    """(native message or None, Python message or None)."""
+    answers = []
+    for load in (lambda: native.Bundle(os.fsencode(directory)),
+                 lambda: _manifest.load(directory)):
+        try:
+            load()
+            answers.append(None)
+        except ValueError as error:
+            answers.append(str(error))
+    return tuple(answers)
+
+
+def _kernel_mutations():
+    """Edits of kernels[1], as the C++ loader test makes them."""
+    def grid(axis, value):
+        return lambda k: k["grid"].__setitem__(axis, value)
+
+    def tile(field, value):
+        return lambda k: k["tile"].__setitem__(field, value)
+
+    def arg(index, field, value):
+        return lambda k: k["args"][index].__setitem__(field, value)
+
+    def field(name, value):
+        return lambda k: k.__setitem__(name, value)
+
+    def swap_args(k):
+        k["args"][6], k["args"][8] = k["args"][8], k["args"][6]
+
+    return [
+        grid("x", 0), grid("z", 1), grid("y", "ceil(M/18446744073709551616)"),
+        grid("y", "ceil(M/8)"), grid("y", " ceil( M / 16 ) "),
+        grid("y", "ceil(M/)"), grid("y", "ceil(X/16)"), grid("x", -1),
+        grid("x", 2 ** 32), grid("x", True), grid("y", None),
+        lambda k: k["grid"].pop("z"),
+        field("workgroup_size", [32, 1, 1]), field("workgroup_size", [64, 1]),
+        field("workgroup_size", [64, 1, 1, 1]),
+        field("workgroup_size", [0, 1, 1]), field("workgroup_size", "64"),
+        field("has_bias", True), field("has_bias", 1),
+        field("w_scale", "per_batch"), field("w_scale", "per-batch"),
+        field("out_type", "f16"), field("in_type", "f16"),
+        field("in_type", "f32"), field("projection", "q_up"),
+        field("symbol", "mla_fp8_n32_k64_g128_bf16_gfx942_m17_32"),
+        field("symbol", 7), field("n", -64), field("n", "64"),
+        field("n", 1e300), field("n", 2 ** 64), field("k", 0),
+        field("group_size", 96), field("group_size", 8),
+        field("fp8_type", "f8E4M3FN"), field("min_m", 0),
+        field("max_m", 1), field("kernarg_size", 2 ** 40),
+        field("kernarg_size", 96), field("kernarg_align", 3),
+        field("kernarg_align", 16), field("lds_bytes", 0),
+        field("lds_bytes", 70000), field("scratch_bytes", 16),
+        field("workspace_bytes_per_block", 2 ** 40),
+        field("workspace_bytes_per_block", 256), field("args", {}),
+        field("tile", []), lambda k: k.pop("grid"), lambda k: k.pop("args"),
+        tile("split_k", 2), tile("waves", 0), tile("block_m", 4097),
+        tile("mfma", "m16n16k128"), tile("mfma", "m8n8k8"),
+        tile("mfma", "m32n32k16"), tile("stages", 5), tile("occupancy", 1),
+        tile("max_m", 0), tile("min_m", 2),
+        arg(5, "offset", 48), arg(3, "name", "scale"),
+        arg(5, "name", "x_stride_b"), arg(0, "name", 0), arg(0, "meaning", 1),
+        arg(0, "size", 0), arg(2, "kind", "by_value"),
+        arg(-1, "kind", "hidden_block_count_y"), arg(-1, "offset", 4090),
+        lambda k: k["args"][3].pop("name"), swap_args,
+        lambda k: k["args"].pop(10), lambda k: k["args"].pop(),
+        lambda k: k["args"].append(dict(k["args"][-1])),
+        lambda k: k["args"].__setitem__(0, "x"),
+    ]
+
+
+def _manifest_mutations():
+    """Edits of the whole manifest."""
+    def top(name, value):
+        return lambda m: m.__setitem__(name, value)
+
+    def chip(name, value):
+        return lambda m: m["chips"][0].__setitem__(name, value)
+
+    def duplicate_kernel(m):
+        kernels = m["chips"][0]["kernels"]
+        twin = json.loads(json.dumps(kernels[1]))
+        twin["symbol"] = kernels[0]["symbol"]
+        kernels.append(twin)
+
+    def overlap(m):
+        kernels = m["chips"][0]["kernels"]
+        twin = json.loads(json.dumps(kernels[0]))
+        twin["symbol"] += "_twin"
+        kernels.append(twin)
+
+    return [
+        top("schema_version", 2), top("schema_version", "3"),
+        top("compiler", "other"), top("compiler_version", 1),
+        top("max_m", 0), top("chips", {}), top("chips", [[]]),
+        top("chips", [{}] * 17), lambda m: m.pop("model"),
+        chip("chip", "gfx90a"), chip("sha256", "A" * 64), chip("sha256", ""),
+        chip("code_object", "../gfx942.hsaco"), chip("code_object", "."),
+        chip("code_object", "sub/x.hsaco"), chip("code_object", ""),
+        chip("code_object", "missing.hsaco"), chip("bytes", 1),
+        chip("bytes", 2 ** 40), chip("code_object_version", 6),
+        chip("code_object_version", 4), chip("kernels", None),
+        lambda m: m["chips"].append(m["chips"][0]),
+        duplicate_kernel, overlap,
+    ]
+
+
+def test_mutations_get_the_same_answer(small_bundle, tmp_path):
+    _, pristine = _copy(small_bundle, tmp_path, "pristine")
+    assert _answers(tmp_path / "pristine") == (None, None)
+    cases = [("kernel", i, lambda m, f=f: f(m["chips"][0]["kernels"][1]))
+             for i, f in enumerate(_kernel_mutations())]
+    cases += [("manifest", i, f) for i, f in enumerate(_manifest_mutations())]
+    refused = 0
+    for what, index, mutate in cases:
+        directory = tmp_path / f"{what}-{index}"
+        shutil.copytree(small_bundle, directory)
+        manifest = json.loads(json.dumps(pristine))
+        mutate(manifest)
+        _write_manifest(directory, manifest)
+        native_answer, python_answer = _answers(directory)
+        assert python_answer == native_answer, (what, index)
+        refused += native_answer is not None
+    # Most edits are refused; the few accepted ones (" ceil( M / 16 ) ",
+    # "per-batch" spelled as the compiler accepts it, ...) by both.
+    assert refused >= len(cases) - 4
+
+
+def test_damaged_text_gets_the_same_answer(small_bundle, tmp_path):
+    directory, _ = _copy(small_bundle, tmp_path, "text")
+    text = (small_bundle / "manifest.json").read_bytes()
+    cases = [text[:len(text) // 2], b"[" * 65 + b"]" * 65,
+             b'{"a": "[[[[' + b"[" * 70 + b'"}', text.replace(b"3", b"NaN", 1),
+             b"\xff" + text, text + b"x", b"", b"{}",
+             text.replace(b'"schema_version": 3', b'"schema_version": 3.0')]
+    for i, case in enumerate(cases):
+        (directory / "manifest.json").write_bytes(case)
+        (directory / "manifest.sha256").write_text(
+            hashlib.sha256(case).hexdigest() + "  manifest.json\n")
+        native_answer, python_answer = _answers(directory)
+        assert (native_answer is None) == (python_answer is None), i
+        if native_answer and "malformed JSON" in native_answer:
+            # The JSON parsers word their errors differently.
+            assert python_answer.split(": malformed JSON: ")[0] == \
+                native_answer.split(": malformed JSON: ")[0], i
+        else:
+            assert python_answer == native_answer, i
+
+
+def _note_span(data):
+    """(start, end) of the AMDGPU metadata note's descriptor."""
+    start = data.index(b"AMDGPU\0\0") + 8
+    return start, data.index(b"amdhsa.version", start) + 20
+
+
+def test_damaged_code_objects_get_the_same_answer(small_bundle, tmp_path):
+    """Seeded bit flips, in the metadata note and anywhere, and cuts, with
+    the sizes and digests rewritten so that only the reader can object."""
+    pristine = json.loads((small_bundle / "manifest.json").read_text())
+    name = pristine["chips"][0]["code_object"]
+    original = (small_bundle / name).read_bytes()
+    start, end = _note_span(original)
+    rng = random.Random(20261201)
+    damages = [("note", rng.randrange(start * 8, end * 8))
+               for _ in range(300)]
+    damages += [("any", rng.randrange(len(original) * 8)) for _ in range(300)]
+    damages += [("cut", n) for n in (0, 10, 17, 63, 64, 100,
+                                     len(original) // 2, len(original) - 1)]
+    directory, _ = _copy(small_bundle, tmp_path, "damaged")
+    counts = {"refused": 0, "loaded": 0}
+    for kind, where in damages:
+        data = bytearray(original)
+        if kind == "cut":
+            del data[where:]
+        else:
+            data[where // 8] ^= 1 << (where % 8)
+        (directory / name).write_bytes(data)
+        manifest = json.loads(json.dumps(pristine))
+        manifest["chips"][0]["bytes"] = max(len(data), 1)
+        manifest["chips"][0]["sha256"] = hashlib.sha256(data).hexdigest()
+        _write_manifest(directory, manifest)
+        native_answer, python_answer = _answers(directory)
+        assert (native_answer is None) == (python_answer is None), \
+            (kind, where, native_answer, python_answer)
+        counts["loaded" if native_answer is None else "refused"] += 1
+        if native_answer is None:
+            continue
+        # ELF structure errors come worded by LLVM's reader natively; the
+        # project's own messages must match exactly.
+        if "not an ELF object" not in native_answer and \
+                "malformed" not in native_answer and \
+                "not valid MessagePack" not in native_answer:
+            assert python_answer == native_answer, (kind, where)
+    assert counts["refused"] > 100 and counts["loaded"] > 100, counts
