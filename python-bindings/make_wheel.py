@@ -12,16 +12,16 @@ Writes OUTPUT/mla_fp8-<VERSION>-py3-none-any.whl (PEP 427), which holds:
 * the bundle, when given, as ``mla_fp8/bundle``: the first default location
   the package looks in (``mla_fp8.serving.default_bundle_paths()``);
 * ``mla_fp8_aiter.pth`` at the root of site-packages: the file that
-  ``mla_fp8.aiter_shim.write_pth()`` writes, read from the package's
-  aiter_shim.py. Its line installs the AITER shim in processes started with
-  MLA_FP8_REPLACE_AITER=1 and does nothing else otherwise;
+  ``mla_fp8.aiter_shim.write_pth()`` writes, its name and line read from the
+  package's aiter_shim.py. The line installs the AITER shim in processes
+  started with MLA_FP8_REPLACE_AITER=1 and does nothing without it;
 * ``mla_fp8-<VERSION>.dist-info`` (METADATA, WHEEL, RECORD).
 
-The same inputs give a byte-identical wheel: fixed timestamps and modes, the
-files in sorted order, then the dist-info. The wheel is written to a
-temporary file in OUTPUT and renamed, so that a failure leaves no partial
-wheel. Prints the wheel's path; exits with 1 and a message naming the
-problem on bad input.
+The same inputs give a byte-identical wheel (with the same zlib, which
+compresses it): fixed timestamps and modes, the files in sorted order, then
+the dist-info. The wheel is written to a temporary file in OUTPUT and
+renamed, so that a failure leaves no partial wheel. Prints the wheel's path;
+exits with 1 and a message naming the problem on bad input.
 """
 
 import argparse
