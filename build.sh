@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The one entry point: installs what is missing (apt), configures, builds, then
 #   ./build.sh run     generates the default AOT kernel set (DeepSeek-R1, gfx942 + gfx950)
-#                      with mla-fp8-aot (compilations are cached in ~/.cache/mla-fp8)
+#                      with mla-fp8-aot (compilations are cached in ~/.cache/mla-fp8), and
+#                      the pure-Python wheel with that bundle inside (mla_fp8-*.whl, to
+#                      pip install on a ROCm machine)
 #   ./build.sh check   runs every test suite (lit, GoogleTest through CTest, pytest)
 #   ./build.sh build   only builds
-# Environment: BUILD_DIR (default build), JOBS (default: all cores), OUT (run's output
-# directory, default out/kernels).
+# Environment: BUILD_DIR (default build), JOBS (default: all cores), OUT (run's bundle
+# directory, default out/kernels), DIST (run's wheel directory, default out).
+# `ninja -C build mla_fp8_wheel` writes the wheel without a bundle into build/dist.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -14,8 +17,8 @@ BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 JOBS=${JOBS:-$(nproc)}
 LLVM_PREFIX=/usr/lib/llvm-22
 PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 liblld-22-dev
-  libgtest-dev pybind11-dev python3-dev python3-numpy python3-pytest ninja-build cmake g++
-  zlib1g-dev libzstd-dev)
+  libgtest-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-pip ninja-build
+  cmake g++ zlib1g-dev libzstd-dev)
 
 install_deps() {
   local missing=()
@@ -43,7 +46,12 @@ configure_and_build() {
 }
 
 run_main() {
-  "$BUILD_DIR/bin/mla-fp8-aot" -o "${OUT:-$ROOT/out/kernels}" --jobs "$JOBS"
+  local out=${OUT:-$ROOT/out/kernels} version
+  "$BUILD_DIR/bin/mla-fp8-aot" -o "$out" --jobs "$JOBS"
+  # The version CMake's project() gives, as the mla_fp8_wheel target passes it.
+  version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD_DIR/CMakeCache.txt")
+  /usr/bin/python3 "$ROOT/python-bindings/make_wheel.py" --package "$ROOT/python-bindings/mla_fp8" \
+    --version "$version" --bundle "$out" --output "${DIST:-$ROOT/out}"
 }
 
 # Runs every suite, prints each runner's own summary, then one closing line
