@@ -253,7 +253,7 @@ def main():
         del sys.modules["torch"]
         hip.reset_runtime()
 
-        loaded._native = _NoEmulation(loaded._native)
+        loaded._native_bundle = _NoEmulation(loaded._native)
         report("numpy", measure(numpy_cases(args.m, args.batch), args.calls,
                                 args.runs))
         print(f"({launches} fake launches)")

@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 
+import numpy as np
 import pytest
 
 import mla_fp8
@@ -292,3 +293,26 @@ def test_damaged_code_objects_get_the_same_answer(small_bundle, tmp_path):
                 "not valid MessagePack" not in native_answer:
             assert python_answer == native_answer, (kind, where)
     assert counts["refused"] > 100 and counts["loaded"] > 100, counts
+
+
+def test_emulator_refuses_a_bundle_changed_since_it_was_loaded(
+        small_bundle, split_k_bundle, tmp_path):
+    """The emulator loads the bundle natively on first use: if the files
+    are no longer those the Python loader checked, it says so."""
+    directory, _ = _copy(small_bundle, tmp_path, "changing")
+    bundle = mla_fp8.load_bundle(directory)
+    kernel = bundle.find_kernel("gfx942", 512, 128, 1)
+    shutil.rmtree(directory)
+    shutil.copytree(split_k_bundle, directory)
+    x = mla_fp8.to_bf16_bits(np.zeros((16, 1, 128)))
+    w = np.zeros((16, 512, 128), np.uint8)
+    y = np.zeros((16, 1, 512), np.uint16)
+    with pytest.raises(mla_fp8.BundleError,
+                       match="changed on disk since it was loaded"):
+        mla_fp8.run_kernel_emulated(bundle, kernel, x, w,
+                                    np.ones(1, np.float32), y)
+    # Loaded again, it runs.
+    bundle = mla_fp8.load_bundle(directory)
+    kernel = bundle.find_kernel("gfx942", 512, 128, 1)
+    assert mla_fp8.run_kernel_emulated(bundle, kernel, x, w,
+                                       np.ones(1, np.float32), y) > 0
