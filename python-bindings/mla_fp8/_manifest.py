@@ -104,7 +104,8 @@ def _parse_json(text, max_depth):
 
     try:
         value = json.loads(text.decode("utf-8"),
-                           parse_constant=refuse_constant)
+                           parse_constant=refuse_constant,
+                           parse_int=_parse_int)
     except UnicodeDecodeError:
         raise ValueError("Invalid UTF-8 sequence") from None
     except json.JSONDecodeError as error:
@@ -114,6 +115,12 @@ def _parse_json(text, max_depth):
     if re.search(rb"\\u[dD][89a-fA-F]", text):
         value = _replace_lone_surrogates(value)
     return value
+
+
+def _parse_int(text):
+    # Past int64 the C++ parser reads a number as a double, which no field
+    # takes as an integer; Python's int() would refuse thousands of digits.
+    return int(text) if len(text) < 40 else float(text)
 
 
 def _replace_lone_surrogates(value):
