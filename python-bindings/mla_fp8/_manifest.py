@@ -30,6 +30,10 @@ __all__ = ["BundleError", "LoadedBundle", "LoadedChip", "load"]
 class BundleError(ValueError):
     """A bundle cannot be loaded: the message names the file and field."""
 
+    def __init__(self, message):
+        # A NUL read from a bundle is shown, not left to end the text.
+        super().__init__(message.replace("\0", "\\x00"))
+
 
 #: One chip of a bundle: its code object (bytes) and its kernels (dicts of
 #: the manifest's fields, the `launch` shape among them).

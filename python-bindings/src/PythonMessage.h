@@ -15,10 +15,19 @@
 namespace mla_fp8_python {
 
 /// `message` with every byte that is not valid UTF-8 written as \xNN (as
-/// Python's "backslashreplace" does): a path from the file system may hold
-/// any bytes, and pybind turns a message it cannot decode into an empty one.
+/// Python's "backslashreplace" does), and NUL as \x00: a path from the file
+/// system or a string from a bundle may hold any bytes, and pybind turns a
+/// message it cannot decode into an empty one and cuts one at a NUL.
 inline std::string toPythonMessage(const std::string &message) {
-  return pybind11::bytes(message)
+  std::string escaped;
+  escaped.reserve(message.size());
+  for (char c : message) {
+    if (c == '\0')
+      escaped += "\\x00";
+    else
+      escaped += c;
+  }
+  return pybind11::bytes(escaped)
       .attr("decode")("utf-8", "backslashreplace")
       .cast<std::string>();
 }
