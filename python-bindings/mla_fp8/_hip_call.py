@@ -167,6 +167,11 @@ class Plan:
                     [(_NAMES[index], (start,) + view)])
 
 
+def is_rocm_build(torch):
+    """Whether `torch` is a ROCm build, whose "cuda" devices are HIP's."""
+    return getattr(torch.version, "hip", None) is not None
+
+
 def _view(tensor):
     """(shape, element strides, itemsize) of a tensor."""
     return (tuple(tensor.shape), tuple(tensor.stride()),
@@ -229,7 +234,7 @@ def _plan(torch, X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     cached). Raises naming the argument at fault."""
     # pylint: disable=protected-access
     device = X.device
-    if device.type != "cuda" or getattr(torch.version, "hip", None) is None:
+    if device.type != "cuda" or not is_rocm_build(torch):
         raise ValueError(f"X: expected a tensor on a ROCm GPU device, got "
                          f"device {device} (pass numpy arrays to run on the "
                          f"emulator)")
