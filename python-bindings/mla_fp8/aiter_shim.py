@@ -24,7 +24,11 @@ Every process, vLLM's worker processes included, can install it at start:
 ``write_pth(directory=None)`` writes ``mla_fp8_aiter.pth`` into the
 interpreter's site-packages (or `directory`). Its one line installs the shim
 when ``MLA_FP8_REPLACE_AITER=1`` is set, before any module of the program is
-imported; without the variable it only reads the environment.
+imported; without the variable it only reads the environment. At start-up
+it waits until site.py has added every site directory (it installs the shim
+at site.py's import of sitecustomize), so that numpy, AITER and this package
+are found wherever they are installed: with a venv's system packages, or
+pip's user or /usr/local directories beside the distribution's.
 """
 
 import importlib
@@ -51,11 +55,48 @@ PTH_NAME = "mla_fp8_aiter.pth"
 
 _TRUE = ("1", "true", "yes", "on")
 
-# site.py runs a .pth line that starts with "import"; this one imports
-# mla_fp8 only when the variable asks for it.
+# What the .pth line runs when the variable is set. Importing mla_fp8 while
+# site.py still adds site directories would miss what a later one holds
+# (numpy, AITER, the package itself), so during start-up it installs the
+# shim at site.py's import of sitecustomize, made once every directory is
+# on sys.path; from site.addsitedir() later, at once. A failure is reported
+# on stderr and leaves the interpreter working.
+_HOOK_SOURCE = """
+import sys
+
+def install():
+    try:
+        import mla_fp8.aiter_shim
+        mla_fp8.aiter_shim.install_from_environment()
+    except Exception as error:
+        sys.stderr.write("mla_fp8: MLA_FP8_REPLACE_AITER is set, but the "
+                         "AITER shim could not be installed: %s: %s\\n"
+                         % (type(error).__name__, error))
+
+class AfterSiteDirectories:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name in ("sitecustomize", "usercustomize") and \\
+                AfterSiteDirectories in sys.meta_path:
+            sys.meta_path.remove(AfterSiteDirectories)
+            install()
+        return None
+
+frame = sys._getframe()
+while frame is not None and not (frame.f_code.co_name == "main" and
+                                 frame.f_globals.get("__name__") == "site"):
+    frame = frame.f_back
+if frame is None:
+    install()
+else:
+    sys.meta_path.insert(0, AfterSiteDirectories)
+"""
+
+# site.py runs a .pth line that starts with "import"; this one runs the hook
+# only when the variable asks for it, in a namespace of its own.
 _PTH_LINE = (f"import os; os.environ.get('{ENV_VAR}', '').strip().lower() in "
-             f"{_TRUE!r} and __import__('mla_fp8.aiter_shim', fromlist=['_'])"
-             f".install_from_environment()\n")
+             f"{_TRUE!r} and exec({_HOOK_SOURCE!r}, "
+             f"{{'__name__': 'mla_fp8_aiter_pth'}})\n")
 
 #: The function's name in AITER.
 FUNCTION = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"  # noqa: E501

@@ -160,3 +160,43 @@ def test_pth_installs_the_shim_in_new_processes(tmp_path, value):
     assert child.stdout.split("\n")[:2] == expected
     with pytest.raises(FileNotFoundError, match="^directory: "):
         aiter_shim.write_pth(tmp_path / "none")
+
+
+def test_pth_at_start_up_waits_for_every_site_directory(tmp_path):
+    """The .pth run by site.py at start-up, from the user site directory,
+    which site.py adds before the system's: numpy and a real AITER are in
+    directories added after it. The shim must still import, find AITER and
+    leave AITER's other modules its own (as with a venv's system packages,
+    or pip's user and /usr/local directories beside the distribution's)."""
+    user_base = tmp_path / "user"
+    user_site = subprocess.run(
+        [sys.executable, "-c",
+         "import site; print(site.ENABLE_USER_SITE and "
+         "site.getusersitepackages())"],
+        env=dict(os.environ, PYTHONUSERBASE=str(user_base)),
+        capture_output=True, text=True, check=True).stdout.strip()
+    if not user_site.startswith(str(user_base)):
+        pytest.skip("not run: this interpreter has no user site directory")
+    os.makedirs(user_site)
+    package = os.path.dirname(mla_fp8.__file__)
+    os.symlink(package, os.path.join(user_site, "mla_fp8"))
+    aiter_shim.write_pth(user_site)
+    later = tmp_path / "later"
+    write_aiter(later)
+    # A .pth after the shim's in the same directory adds AITER's: only a
+    # shim installed once every directory is on sys.path finds it.
+    with open(os.path.join(user_site, "zz_later.pth"), "w",
+              encoding="utf-8") as pth:
+        pth.write(f"{later}\n")
+    code = (f"from {NESTED} import {FUNCTION} as f\n"
+            "from aiter.ops.triton.other import other\n"
+            "import aiter\n"
+            "print(f.__module__, other(), getattr(aiter, 'REAL', False))\n")
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("MLA_FP8_", "PYTHON"))}
+    env.update(PYTHONUSERBASE=str(user_base), **{aiter_shim.ENV_VAR: "1"})
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=120, check=False, env=env,
+                           cwd=tmp_path)
+    assert child.returncode == 0 and not child.stderr, child.stderr
+    assert child.stdout.split() == ["mla_fp8.serving", "42", "True"]
