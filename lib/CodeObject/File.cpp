@@ -2,6 +2,7 @@
 
 #include "mla-fp8/CodeObject/File.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cerrno>
@@ -57,10 +58,40 @@ llvm::Expected<std::string> mlir::mlafp8::readRegularFile(llvm::StringRef path,
   return data;
 }
 
+/// Whether `token` is a number as JSON writes it:
+/// -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+static bool isJSONNumber(llvm::StringRef token) {
+  auto digits = [&] {
+    size_t n = 0;
+    while (n < token.size() && llvm::isDigit(token[n]))
+      ++n;
+    token = token.drop_front(n);
+    return n;
+  };
+  token.consume_front("-");
+  if (token.consume_front("0")) {
+    if (!token.empty() && llvm::isDigit(token[0]))
+      return false;
+  } else if (!digits()) {
+    return false;
+  }
+  if (token.consume_front(".") && !digits())
+    return false;
+  if (token.consume_front("e") || token.consume_front("E")) {
+    if (!token.consume_front("+"))
+      token.consume_front("-");
+    if (!digits())
+      return false;
+  }
+  return token.empty();
+}
+
 llvm::Expected<llvm::json::Value>
 mlir::mlafp8::parseJSONWithinDepth(llvm::StringRef text, unsigned maxDepth) {
   // Strings are skipped with their escapes, as the JSON lexer does, so the
-  // count agrees with the parser on every prefix it accepts.
+  // count agrees with the parser on every prefix it accepts. Numbers are
+  // checked against JSON's grammar: the parser also takes "+1", "01", "1."
+  // and ".5", which no other reader of the same file would.
   unsigned depth = 0;
   bool inString = false;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -83,6 +114,14 @@ mlir::mlafp8::parseJSONWithinDepth(llvm::StringRef text, unsigned maxDepth) {
                           maxDepth, i));
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
+    } else if (llvm::isDigit(c) || c == '-' || c == '+' || c == '.') {
+      size_t end = text.find_first_not_of("0123456789+-.eE", i);
+      llvm::StringRef token = text.slice(i, end);
+      if (!isJSONNumber(token))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            llvm::formatv("invalid number '{0}' (at byte {1})", token, i));
+      i += token.size() - 1;
     }
   }
   return llvm::json::parse(text);

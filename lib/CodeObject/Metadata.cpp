@@ -3,10 +3,12 @@
 #include "mla-fp8/CodeObject/Metadata.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MsgPackReader.h"
 #include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <limits>
@@ -323,6 +325,12 @@ llvm::Error mlir::mlafp8::parseAMDGPUMetadataNote(StringRef blob,
 
 llvm::Expected<std::unique_ptr<llvm::object::ELF64LEObjectFile>>
 mlir::mlafp8::openAMDGPUElf(StringRef bytes) {
+  // Other object formats (wasm, Mach-O, COFF) are not ELF either, whatever
+  // LLVM's reader would make of them.
+  static constexpr char kElfMagic[] = {0x7f, 'E', 'L', 'F'};
+  if (bytes.size() < 18 || !bytes.starts_with(StringRef(kElfMagic, 4)))
+    return makeError("not an ELF object: The file was not recognized as a "
+                     "valid object file");
   llvm::MemoryBufferRef buffer(bytes, "code object");
   auto binary = llvm::object::ObjectFile::createObjectFile(buffer);
   if (!binary)
@@ -342,7 +350,8 @@ mlir::mlafp8::openAMDGPUElf(StringRef bytes) {
 llvm::Error mlir::mlafp8::forEachDefinedSymbol(
     const llvm::object::ELF64LEFile &file,
     llvm::function_ref<bool(const llvm::object::ELF64LE::Sym &, StringRef)>
-        visit) {
+        visit,
+    std::optional<size_t> maxNameBytes) {
   auto sections = file.sections();
   if (!sections)
     return makeError("malformed section table: " +
@@ -369,6 +378,22 @@ llvm::Error mlir::mlafp8::forEachDefinedSymbol(
   for (const auto &symbol : *symbols) {
     if (symbol.st_shndx == llvm::ELF::SHN_UNDEF)
       continue;
+    if (maxNameBytes) {
+      // getName's check, then a bounded search for the name's end.
+      uint32_t offset = symbol.st_name;
+      if (offset >= names->size())
+        return makeError(llvm::formatv("malformed symbol name: st_name "
+                                       "(0x{0:x}) is past the end of the "
+                                       "string table of size 0x{1:x}",
+                                       offset, names->size()));
+      StringRef rest = names->drop_front(offset);
+      size_t end = rest.take_front(*maxNameBytes + 1).find('\0');
+      if (end == StringRef::npos)
+        continue;
+      if (!visit(symbol, rest.take_front(end)))
+        break;
+      continue;
+    }
     auto name = symbol.getName(*names);
     if (!name)
       return makeError("malformed symbol name: " +
@@ -406,13 +431,6 @@ mlir::mlafp8::readCodeObjectMetadata(StringRef elfBytes) {
     return makeError("malformed section table: " +
                      llvm::toString(sections.takeError()));
   bool found = false;
-  if (llvm::Error error = forEachDefinedSymbol(
-          file, [&](const llvm::object::ELF64LE::Sym &, StringRef name) {
-            if (!name.empty())
-              result.definedSymbols.push_back(name.str());
-            return true;
-          }))
-    return error;
   for (const auto &section : *sections) {
     if (section.sh_type != llvm::ELF::SHT_NOTE)
       continue;
@@ -427,6 +445,12 @@ mlir::mlafp8::readCodeObjectMetadata(StringRef elfBytes) {
       }
       found = true;
       StringRef blob = note.getDescAsStringRef(section.sh_addralign);
+      if (blob.size() > kMaxMetadataNoteBytes) {
+        llvm::consumeError(std::move(noteError));
+        return makeError(llvm::formatv("the AMDGPU metadata note is {0} "
+                                       "bytes, more than the limit of {1}",
+                                       blob.size(), kMaxMetadataNoteBytes));
+      }
       if (llvm::Error error = parseAMDGPUMetadataNote(blob, result)) {
         llvm::consumeError(std::move(noteError));
         return std::move(error);
@@ -438,7 +462,28 @@ mlir::mlafp8::readCodeObjectMetadata(StringRef elfBytes) {
   }
   if (!found)
     return makeError("no NT_AMDGPU_METADATA note");
+
+  // Only the kernels' own names are ever looked up (definesSymbol), so
+  // only they are kept, and no name is read further than the longest.
+  llvm::StringSet<> wanted;
+  size_t longest = 0;
+  for (const KernelMetadata &kernel : result.kernels)
+    for (StringRef name : {StringRef(kernel.name), StringRef(kernel.symbol)}) {
+      wanted.insert(name);
+      longest = std::max(longest, name.size());
+    }
+  if (llvm::Error error = forEachDefinedSymbol(
+          file,
+          [&](const llvm::object::ELF64LE::Sym &, StringRef name) {
+            if (wanted.contains(name))
+              result.definedSymbols.push_back(name.str());
+            return true;
+          },
+          longest))
+    return error;
   llvm::sort(result.definedSymbols);
+  result.definedSymbols.erase(llvm::unique(result.definedSymbols),
+                              result.definedSymbols.end());
 
   // "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" -> "gfx942".
   StringRef processor = StringRef(result.targetID).rsplit("--").second;

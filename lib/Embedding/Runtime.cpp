@@ -76,6 +76,7 @@ embedding::LoaderFacts embedding::getLoaderFacts() {
       {"MAX_MANIFEST_BYTES", int64_t(kMaxManifestBytes)},
       {"MAX_CODE_OBJECT_BYTES", int64_t(kMaxCodeObjectBytes)},
       {"MAX_METADATA_DEPTH", kMaxMetadataDepth},
+      {"MAX_METADATA_NOTE_BYTES", int64_t(kMaxMetadataNoteBytes)},
   };
   return facts;
 }

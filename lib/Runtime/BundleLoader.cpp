@@ -204,6 +204,7 @@ mlir::mlafp8::runtime::loadBundleFromManifest(llvm::StringRef dir,
     // outside its bundle.
     if (chip.codeObjectFile.empty() || chip.codeObjectFile == "." ||
         chip.codeObjectFile == ".." ||
+        chip.codeObjectFile.find('\0') != std::string::npos ||
         llvm::sys::path::filename(chip.codeObjectFile) != chip.codeObjectFile) {
       r.fail(ManifestReader::join(path, "code_object"),
              "expected a file name inside the bundle, got '" +

@@ -54,6 +54,7 @@ serving process on a GPU thus maps neither LLVM nor MLIR.
 """
 
 import importlib
+import importlib.util
 
 from .formats import (FP8_FORMATS, fp8_max, to_bf16_bits, from_bf16_bits,
                       to_f16_bits, from_f16_bits, quantize_fp8,
@@ -99,8 +100,9 @@ def __dir__():
                   set(_COMPILER_MODULES))
 
 
-# The public API, compiler included: `from mla_fp8 import *` loads the
-# compiler, `import mla_fp8` does not.
+# The public API: `from mla_fp8 import *` loads the compiler where it is
+# installed (and leaves its names out where it is not, as in the serving
+# wheel); `import mla_fp8` does not.
 __all__ = [
     "FP8_FORMATS", "fp8_max", "to_bf16_bits", "from_bf16_bits", "to_f16_bits",
     "from_f16_bits", "quantize_fp8", "dequantize_fp8",
@@ -114,3 +116,16 @@ __all__ = [
     "set_bundle", "get_bundle", "BundleNotFoundError", "set_compile_missing",
     "install_aiter_shim", "HipError", "HipUnavailableError", "prepare",
 ]
+
+
+
+def _has_compiler():
+    try:
+        return importlib.util.find_spec("._mla_fp8_compiler",
+                                        __name__) is not None
+    except ImportError:
+        return False
+
+
+if not _has_compiler():
+    __all__ = [name for name in __all__ if name not in _COMPILER_NAMES]

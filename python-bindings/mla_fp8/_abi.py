@@ -61,6 +61,7 @@ MAX_MANIFEST_JSON_DEPTH = 64
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_CODE_OBJECT_BYTES = 256 << 20
 MAX_METADATA_DEPTH = 16
+MAX_METADATA_NOTE_BYTES = 8 << 20
 
 # --- Launch limits (docs/limits.md) ------------------------------------------
 

@@ -83,14 +83,19 @@ def _read_regular_file(path, max_bytes):
         os.close(fd)
 
 
-# Strings (skipped with their escapes) or brackets, for the depth count.
-_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+# Strings (skipped with their escapes), brackets (for the depth count) and
+# number-like runs (checked against JSON's grammar), as the C++ loader scans
+# them (lib/CodeObject/File.cpp).
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"?|[\[\]{}]|[-+.0-9][-+.0-9eE]*',
+                          re.DOTALL)
+_JSON_NUMBER = re.compile(rb"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 
 
 def _parse_json(text, max_depth):
     """The JSON value of `text` (bytes), refusing nesting deeper than
-    `max_depth` before parsing, and what the C++ parser refuses: invalid
-    UTF-8, NaN and infinities."""
+    `max_depth` and numbers JSON does not write ("+1", "01", "1.", ".5")
+    before parsing, and what the C++ parser refuses: invalid UTF-8, NaN
+    and infinities."""
     depth = 0
     for match in _JSON_TOKENS.finditer(text):
         token = match.group()
@@ -100,8 +105,12 @@ def _parse_json(text, max_depth):
                 raise ValueError(f"arrays and objects nest deeper than "
                                  f"{max_depth} levels (at byte "
                                  f"{match.start()})")
-        elif token in (b"]", b"}") and depth > 0:
-            depth -= 1
+        elif token in (b"]", b"}"):
+            depth = max(depth - 1, 0)
+        elif token[:1] != b'"' and not _JSON_NUMBER.fullmatch(token):
+            raise ValueError(f"invalid number "
+                             f"'{token.decode('ascii')}' (at byte "
+                             f"{match.start()})")
 
     def refuse_constant(name):
         raise ValueError(f"invalid JSON value {name}")

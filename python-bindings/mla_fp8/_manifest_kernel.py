@@ -2,6 +2,7 @@
 checked against what the kernel ABI implies and against the code object's
 own metadata (lib/Runtime/ManifestKernel.cpp, with its messages)."""
 
+import bisect
 import re
 
 from . import _abi
@@ -21,15 +22,25 @@ _DIGITS = re.compile(r"[0-9]+")
 
 
 def as_integer(value):
-    """A JSON number as the manifest's integers read it: an integral number
-    within int64 (64.0 and 1e2 included), else None."""
+    """A JSON number as the C++ loader's integers read it: an int64, an
+    integral double within int64's range (64.0, 1e2), else None. Integers
+    past int64 are unsigned (none is an integer) up to 2^64 and doubles
+    beyond; the double 2^63 converts to -2^63, as the C++ conversion does on
+    x86-64."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if -(1 << 63) <= value < (1 << 63) else None
+        if -(1 << 63) <= value < (1 << 63):
+            return value
+        if 0 < value < (1 << 64):
+            return None
+        try:
+            value = float(value)
+        except OverflowError:
+            return None
     if isinstance(value, float) and value.is_integer() and \
             -2.0 ** 63 <= value <= 2.0 ** 63:
-        return int(value)
+        return -(1 << 63) if value == 2.0 ** 63 else int(value)
     return None
 
 
@@ -369,18 +380,28 @@ def read_checked_kernel(r, o, path, chip, metadata, code_object_file):
 def check_overlaps(r, kernels_path, kernels):
     """Two entries of one description and projection that a lookup could
     both pick for some M. (Entries of two projections of the same shape
-    compute the same thing, so either may serve a lookup.)"""
+    compute the same thing, so either may serve a lookup.) Reports the
+    first entry that overlaps an earlier one, and the first such earlier
+    one, in O(n log n): within a group the symbol names the range, so the
+    distinct ranges seen so far are disjoint until one is not."""
+    groups = {}
     for i, a in enumerate(kernels):
-        for j in range(i):
-            b = kernels[j]
-            if any(a[f] != b[f] for f in DESCRIPTION_FIELDS) or \
-                    a["projection"] != b["projection"] or \
-                    a["symbol"] == b["symbol"]:
-                continue
-            a_max = a["max_m"] or _abi.MAX_MANIFEST_M
-            b_max = b["max_m"] or _abi.MAX_MANIFEST_M
-            if a["min_m"] <= b_max and b["min_m"] <= a_max:
-                r.fail(f"{kernels_path}[{i}].min_m",
-                       f"its M range overlaps that of kernels[{j}] "
-                       f"('{b['symbol']}')")
-                return
+        key = tuple(a[f] for f in DESCRIPTION_FIELDS) + (a["projection"],)
+        seen, starts, ends = groups.setdefault(key, (set(), [], []))
+        low, high = a["min_m"], a["max_m"] or _abi.MAX_MANIFEST_M
+        if (low, high) in seen:
+            continue
+        at = bisect.bisect_right(starts, high) - 1
+        if at >= 0 and ends[at] >= low:
+            j = next(j for j, b in enumerate(kernels[:i])
+                     if all(b[f] == a[f] for f in DESCRIPTION_FIELDS) and
+                     b["projection"] == a["projection"] and
+                     b["symbol"] != a["symbol"] and b["min_m"] <= high and
+                     low <= (b["max_m"] or _abi.MAX_MANIFEST_M))
+            r.fail(f"{kernels_path}[{i}].min_m",
+                   f"its M range overlaps that of kernels[{j}] "
+                   f"('{kernels[j]['symbol']}')")
+            return
+        seen.add((low, high))
+        starts.insert(at + 1, low)
+        ends.insert(at + 1, high)

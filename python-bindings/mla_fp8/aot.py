@@ -6,9 +6,12 @@ libMLIR); serving never needs it.
 
 import os
 
-from . import _mla_fp8_compiler
+from ._native import compiler_module
 from ._checks import (HALF_TYPES, W_SCALE_MODES, check_choice,
                       check_group_size, check_int, check_str)
+
+_mla_fp8_compiler = compiler_module(
+    "mla_fp8.aot (compile_spec, generate_bundle)")
 
 __all__ = ["compile_spec", "generate_bundle"]
 

@@ -6,8 +6,11 @@ this module loads the compiler (_mla_fp8_compiler, which maps libMLIR);
 serving never needs it.
 """
 
-from . import _mla_fp8_compiler
+from ._native import compiler_module
 from ._checks import check_str
+
+_mla_fp8_compiler = compiler_module(
+    "mla_fp8.ir (parse_and_print, run_pipeline)")
 
 __all__ = ["parse_and_print", "run_pipeline"]
 

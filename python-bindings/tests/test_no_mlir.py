@@ -151,6 +151,9 @@ _HIP_CHILD = textwrap.dedent("""
     print("native:", sorted(name for name, module in sys.modules.items()
                             if name.startswith("mla_fp8.") and
                             getattr(module, "__file__", "").endswith(".so")))
+    star = {}
+    exec("from mla_fp8 import *", star)
+    print("star:", "generate_bundle" in star, callable(star[up.FUNCTION]))
     try:
         mla_fp8.compile_spec(512, 128, "gfx942")
     except ImportError as error:
@@ -180,7 +183,11 @@ def test_hip_serving_without_native_modules(session_bundle):
     assert out["native"] == "[]"
     # Only asking for the compiler or the emulator's side fails, naming the
     # module it needs.
-    assert "_mla_fp8_compiler" in out["compiler"]
+    assert out["compiler"].startswith(
+        "mla_fp8.aot (compile_spec, generate_bundle) needs mla_fp8's native "
+        "module _mla_fp8_compiler")
+    # `import *` gives the rest of the API without the compiler's names.
+    assert out["star"] == "False True"
     assert out["formats"].startswith(
         "the bf16, f16 and fp8 conversions needs mla_fp8's native module "
         "_mla_fp8")

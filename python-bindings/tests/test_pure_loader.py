@@ -7,7 +7,9 @@ import hashlib
 import json
 import os
 import random
+import re
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -199,7 +201,8 @@ def _manifest_mutations():
         chip("chip", "gfx90a"), chip("sha256", "A" * 64), chip("sha256", ""),
         chip("code_object", "../gfx942.hsaco"), chip("code_object", "."),
         chip("code_object", "sub/x.hsaco"), chip("code_object", ""),
-        chip("code_object", "missing.hsaco"), chip("bytes", 1),
+        chip("code_object", "missing.hsaco"),
+        chip("code_object", "gfx942.hsaco\0x"), chip("bytes", 1),
         chip("bytes", 2 ** 40), chip("code_object_version", 6),
         chip("code_object_version", 4), chip("kernels", None),
         lambda m: m["chips"].append(m["chips"][0]),
@@ -231,17 +234,25 @@ def test_mutations_get_the_same_answer(small_bundle, tmp_path):
 def test_damaged_text_gets_the_same_answer(small_bundle, tmp_path):
     directory, _ = _copy(small_bundle, tmp_path, "text")
     text = (small_bundle / "manifest.json").read_bytes()
+    max_m = re.search(rb'"max_m": *(\d+)', text)
     cases = [text[:len(text) // 2], b"[" * 65 + b"]" * 65,
              b'{"a": "[[[[' + b"[" * 70 + b'"}', text.replace(b"3", b"NaN", 1),
              b"\xff" + text, text + b"x", b"", b"{}",
              text.replace(b'"schema_version": 3', b'"schema_version": 3.0')]
+    # Numbers JSON does not write, which LLVM's parser alone would take,
+    # and integers at int64's edges.
+    for number in (b"+16", b"016", b"16.", b".5", b"-", b"1e", b"-0",
+                   b"1E+1", b"-9223372036854775809", b"9223372036854775808.0",
+                   b"18446744073709551616", b"1" * 50):
+        cases.append(text[:max_m.start(1)] + number + text[max_m.end(1):])
     for i, case in enumerate(cases):
         (directory / "manifest.json").write_bytes(case)
         (directory / "manifest.sha256").write_text(
             hashlib.sha256(case).hexdigest() + "  manifest.json\n")
         native_answer, python_answer = _answers(directory)
         assert (native_answer is None) == (python_answer is None), i
-        if native_answer and "malformed JSON" in native_answer:
+        if native_answer and "malformed JSON" in native_answer and \
+                "invalid number" not in native_answer:
             # The JSON parsers word their errors differently.
             assert python_answer.split(": malformed JSON: ")[0] == \
                 native_answer.split(": malformed JSON: ")[0], i
@@ -317,3 +328,49 @@ def test_emulator_refuses_a_bundle_changed_since_it_was_loaded(
     kernel = bundle.find_kernel("gfx942", 512, 128, 1)
     assert mla_fp8.run_kernel_emulated(bundle, kernel, x, w,
                                        np.ones(1, np.float32), y) > 0
+
+
+def _section_headers(data):
+    """(e_shoff, e_shnum, {name: index}) of a 64-bit ELF."""
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shnum, shstrndx = struct.unpack_from("<HH", data, 0x3c)
+    names_at = struct.unpack_from("<Q", data, shoff + 64 * shstrndx + 24)[0]
+    names = {}
+    for i in range(shnum):
+        name, = struct.unpack_from("<I", data, shoff + 64 * i)
+        end = data.index(b"\0", names_at + name)
+        names[data[names_at + name:end].decode()] = i
+    return shoff, shnum, names
+
+
+def _other_layouts(original):
+    """Code objects LLVM's reader takes whatever their alignment, with a
+    section typed SHT_SYMTAB_SHNDX that it records and never reads, and
+    files of other object formats."""
+    shoff, shnum, names = _section_headers(original)
+    assert shoff + 64 * shnum == len(original)
+    shifted = bytearray(original[:shoff] + bytes(4) + original[shoff:])
+    struct.pack_into("<Q", shifted, 0x28, shoff + 4)
+    shndx = bytearray(original)
+    struct.pack_into("<I", shndx, shoff + 64 * names[".comment"] + 4, 18)
+    return [("headers at 4 mod 8", bytes(shifted), True),
+            ("SHT_SYMTAB_SHNDX", bytes(shndx), True),
+            ("wasm", b"\0asm\1\0\0\0" + bytes(64), False),
+            ("Mach-O", b"\xcf\xfa\xed\xfe" + bytes(64), False),
+            ("short ELF", original[:17], False)]
+
+
+def test_other_layouts_get_the_same_answer(small_bundle, tmp_path):
+    pristine = json.loads((small_bundle / "manifest.json").read_text())
+    name = pristine["chips"][0]["code_object"]
+    directory, _ = _copy(small_bundle, tmp_path, "layouts")
+    for what, data, loads in _other_layouts((small_bundle / name)
+                                            .read_bytes()):
+        (directory / name).write_bytes(data)
+        manifest = json.loads(json.dumps(pristine))
+        manifest["chips"][0]["bytes"] = len(data)
+        manifest["chips"][0]["sha256"] = hashlib.sha256(data).hexdigest()
+        _write_manifest(directory, manifest)
+        native_answer, python_answer = _answers(directory)
+        assert python_answer == native_answer, what
+        assert (native_answer is None) == loads, (what, native_answer)

@@ -82,7 +82,9 @@ struct CodeObjectMetadata {
   /// e_flags of the ELF header; the low byte is the EF_AMDGPU_MACH value.
   unsigned elfFlags = 0;
   std::vector<KernelMetadata> kernels;
-  /// The names of the symbols the ELF symbol table defines, sorted.
+  /// Which of the kernels' names and descriptor symbols (.name, .symbol) the
+  /// ELF symbol table defines, sorted: the only names ever looked up, so the
+  /// reader copies no other.
   std::vector<std::string> definedSymbols;
 
   /// Returns the kernel named `name`, or null.
@@ -104,12 +106,20 @@ openAMDGPUElf(llvm::StringRef bytes);
 /// symbol table, or of its dynamic one when there is none, until `visit`
 /// returns false. The tables are read through ELFFile's checked accessors, so
 /// a damaged table (entry size, extent, name offsets) is an error, never a
-/// walk past the bytes or over billions of phantom entries.
+/// walk past the bytes or over billions of phantom entries. With
+/// `maxNameBytes`, a name is read no further than that, and symbols with
+/// longer names are not visited: a forged table of many long names then
+/// costs no more than one of short names.
 llvm::Error
 forEachDefinedSymbol(const llvm::object::ELF64LEFile &file,
                      llvm::function_ref<bool(const llvm::object::ELF64LE::Sym &,
                                              llvm::StringRef)>
-                         visit);
+                         visit,
+                     std::optional<size_t> maxNameBytes = std::nullopt);
+
+/// The largest NT_AMDGPU_METADATA note read: about 1 KiB per kernel, so
+/// room for twice the kernels a manifest may list per chip.
+inline constexpr uint64_t kMaxMetadataNoteBytes = uint64_t(8) << 20;
 
 /// Parses an AMDGPU ELF (code object or relocatable object) and its
 /// NT_AMDGPU_METADATA note. Malformed input gives an error, never a crash.
