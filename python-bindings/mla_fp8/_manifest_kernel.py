@@ -381,18 +381,21 @@ def check_overlaps(r, kernels_path, kernels):
     """Two entries of one description and projection that a lookup could
     both pick for some M. (Entries of two projections of the same shape
     compute the same thing, so either may serve a lookup.) Reports the
-    first entry that overlaps an earlier one, and the first such earlier
-    one, in O(n log n): within a group the symbol names the range, so the
-    distinct ranges seen so far are disjoint until one is not."""
+    first entry that overlaps an earlier one of another symbol, and the
+    first such earlier one, as the C++ loader does, without comparing every
+    pair: within a group, entries of one symbol have one range, so the
+    ranges kept (sorted, by their symbol) are disjoint until one is not."""
     groups = {}
     for i, a in enumerate(kernels):
         key = tuple(a[f] for f in DESCRIPTION_FIELDS) + (a["projection"],)
-        seen, starts, ends = groups.setdefault(key, (set(), [], []))
+        symbols, starts, ends = groups.setdefault(key, ({}, [], []))
         low, high = a["min_m"], a["max_m"] or _abi.MAX_MANIFEST_M
-        if (low, high) in seen:
+        known = symbols.get((low, high))
+        if known == a["symbol"]:
             continue
         at = bisect.bisect_right(starts, high) - 1
-        if at >= 0 and ends[at] >= low:
+        if known is not None or (at >= 0 and ends[at] >= low):
+            # max_m 0 and 2^31 - 1 name one range by two symbols.
             j = next(j for j, b in enumerate(kernels[:i])
                      if all(b[f] == a[f] for f in DESCRIPTION_FIELDS) and
                      b["projection"] == a["projection"] and
@@ -402,6 +405,6 @@ def check_overlaps(r, kernels_path, kernels):
                    f"its M range overlaps that of kernels[{j}] "
                    f"('{kernels[j]['symbol']}')")
             return
-        seen.add((low, high))
+        symbols[(low, high)] = a["symbol"]
         starts.insert(at + 1, low)
         ends.insert(at + 1, high)

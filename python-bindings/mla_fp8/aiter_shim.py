@@ -20,15 +20,15 @@ mla_fp8's function, so that their code runs the bundle's kernels unchanged:
 
 Installing twice changes nothing the second time.
 
-Every process, vLLM's worker processes included, can install it at start:
+Every process, vLLM's worker processes included, can have it:
 ``write_pth(directory=None)`` writes ``mla_fp8_aiter.pth`` into the
-interpreter's site-packages (or `directory`). Its one line installs the shim
-when ``MLA_FP8_REPLACE_AITER=1`` is set, before any module of the program is
-imported; without the variable it only reads the environment. At start-up
-it waits until site.py has added every site directory (it installs the shim
-at site.py's import of sitecustomize), so that numpy, AITER and this package
-are found wherever they are installed: with a venv's system packages, or
-pip's user or /usr/local directories beside the distribution's.
+interpreter's site-packages (or `directory`). When ``MLA_FP8_REPLACE_AITER=1``
+is set, its one line adds two import finders and imports nothing; without
+the variable it only reads the environment. The finders decide when AITER's
+modules are imported, once sys.path is whatever site.py, sitecustomize and
+the program made it: the two modules of the function become this package's
+(mla_fp8 is imported then), and where no other finder finds AITER's packages
+on the way to them, the last finder gives the stand-ins described above.
 """
 
 import importlib
@@ -45,7 +45,7 @@ from .serving import \
     batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant as _call  # noqa: E501
 
 __all__ = ["install_aiter_shim", "install_from_environment", "write_pth",
-           "FUNCTION", "MODULES", "ENV_VAR"]
+           "fill_shim_module", "FUNCTION", "MODULES", "PACKAGES", "ENV_VAR"]
 
 #: The environment variable that installs the shim in every process that
 #: has the .pth file of write_pth().
@@ -54,49 +54,6 @@ ENV_VAR = "MLA_FP8_REPLACE_AITER"
 PTH_NAME = "mla_fp8_aiter.pth"
 
 _TRUE = ("1", "true", "yes", "on")
-
-# What the .pth line runs when the variable is set. Importing mla_fp8 while
-# site.py still adds site directories would miss what a later one holds
-# (numpy, AITER, the package itself), so during start-up it installs the
-# shim at site.py's import of sitecustomize, made once every directory is
-# on sys.path; from site.addsitedir() later, at once. A failure is reported
-# on stderr and leaves the interpreter working.
-_HOOK_SOURCE = """
-import sys
-
-def install():
-    try:
-        import mla_fp8.aiter_shim
-        mla_fp8.aiter_shim.install_from_environment()
-    except Exception as error:
-        sys.stderr.write("mla_fp8: MLA_FP8_REPLACE_AITER is set, but the "
-                         "AITER shim could not be installed: %s: %s\\n"
-                         % (type(error).__name__, error))
-
-class AfterSiteDirectories:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name in ("sitecustomize", "usercustomize") and \\
-                AfterSiteDirectories in sys.meta_path:
-            sys.meta_path.remove(AfterSiteDirectories)
-            install()
-        return None
-
-frame = sys._getframe()
-while frame is not None and not (frame.f_code.co_name == "main" and
-                                 frame.f_globals.get("__name__") == "site"):
-    frame = frame.f_back
-if frame is None:
-    install()
-else:
-    sys.meta_path.insert(0, AfterSiteDirectories)
-"""
-
-# site.py runs a .pth line that starts with "import"; this one runs the hook
-# only when the variable asks for it, in a namespace of its own.
-_PTH_LINE = (f"import os; os.environ.get('{ENV_VAR}', '').strip().lower() in "
-             f"{_TRUE!r} and exec({_HOOK_SOURCE!r}, "
-             f"{{'__name__': 'mla_fp8_aiter_pth'}})\n")
 
 #: The function's name in AITER.
 FUNCTION = "batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant"  # noqa: E501
@@ -110,6 +67,77 @@ MODULES = (
 #: Marks the modules and packages this shim made.
 MARKER = "__mla_fp8_shim__"
 
+#: The packages on the way to MODULES.
+PACKAGES = ("aiter", "aiter.ops", "aiter.ops.triton", "aiter.ops.triton.gemm",
+            "aiter.ops.triton.gemm.batched")
+
+# What the .pth line runs when the variable is set, in a namespace of its
+# own. It imports nothing and decides nothing at start-up, when site.py may
+# not yet have added the directories holding numpy, AITER or this package:
+# one finder, first, serves MODULES with this package's function when they
+# are imported (importing mla_fp8 then); another, last, gives stand-ins for
+# PACKAGES that no other finder finds. A venv runs the line twice: the
+# finders are added once.
+_HOOK_SOURCE = f"""
+import importlib.machinery
+import sys
+
+
+class ShimLoader:
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        try:
+            import mla_fp8.aiter_shim
+        except ImportError as error:
+            raise ImportError(
+                f"{{module.__name__}} is mla_fp8's ({ENV_VAR} is set), but "
+                f"mla_fp8 cannot be imported: {{error}}") from error
+        mla_fp8.aiter_shim.fill_shim_module(module)
+
+
+class StandInLoader:
+    @staticmethod
+    def create_module(spec):
+        return None
+
+    @staticmethod
+    def exec_module(module):
+        setattr(module, {MARKER!r}, True)
+
+
+class AiterModules:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name in {MODULES!r}:
+            return importlib.machinery.ModuleSpec(name, ShimLoader)
+        return None
+
+
+class AiterStandIns:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name in {PACKAGES!r}:
+            return importlib.machinery.ModuleSpec(name, StandInLoader,
+                                                  is_package=True)
+        return None
+
+
+AiterModules.{MARKER} = AiterStandIns.{MARKER} = True
+if not any(getattr(finder, {MARKER!r}, False) for finder in sys.meta_path):
+    sys.meta_path.insert(0, AiterModules)
+    sys.meta_path.append(AiterStandIns)
+"""
+
+# site.py runs a .pth line that starts with "import"; this one runs the hook
+# only when the variable asks for it.
+_PTH_LINE = (f"import os; os.environ.get('{ENV_VAR}', '').strip().lower() in "
+             f"{_TRUE!r} and exec({_HOOK_SOURCE!r}, "
+             f"{{'__name__': 'mla_fp8_aiter_pth'}})\n")
+
 _lock = threading.Lock()
 
 
@@ -119,12 +147,18 @@ def _parents(name):
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def _shim_module(name):
-    module = types.ModuleType(name, f"mla_fp8's drop-in in place of AITER's "
-                                    f"{name}.")
+def fill_shim_module(module):
+    """Makes `module` (one of MODULES) hold mla_fp8's function."""
+    module.__doc__ = (f"mla_fp8's drop-in in place of AITER's "
+                      f"{module.__name__}.")
     setattr(module, FUNCTION, _call)
     module.__all__ = [FUNCTION]
     setattr(module, MARKER, True)
+
+
+def _shim_module(name):
+    module = types.ModuleType(name)
+    fill_shim_module(module)
     module.__spec__ = importlib.machinery.ModuleSpec(name, None)
     return module
 

@@ -138,14 +138,15 @@ def test_aiter_whose_package_does_not_import(tmp_path):
 def test_pth_installs_the_shim_in_new_processes(tmp_path, value):
     """What a vLLM worker process sees: the .pth line runs at start-up
     (site.addsitedir processes it as site.py does site-packages), before the
-    program's first `from aiter... import`."""
+    program's first `from aiter... import`, which it serves."""
     site_dir = tmp_path / "site-packages"
     site_dir.mkdir()
     path = aiter_shim.write_pth(site_dir)
     assert path == str(site_dir / aiter_shim.PTH_NAME)
     code = ("import site, sys\n"
             f"site.addsitedir({str(site_dir)!r})\n"
-            "print('mla_fp8' in sys.modules)\n"
+            "print(any(getattr(f, '__mla_fp8_shim__', False)\n"
+            "          for f in sys.meta_path), 'mla_fp8' in sys.modules)\n"
             "try:\n"
             f"    from {NESTED} import {FUNCTION} as f\n"
             "    print(f.__module__)\n"
@@ -155,19 +156,24 @@ def test_pth_installs_the_shim_in_new_processes(tmp_path, value):
     child = subprocess.run([sys.executable, "-c", code], capture_output=True,
                            text=True, timeout=120, check=False, env=env)
     assert child.returncode == 0 and not child.stderr, child.stderr
-    expected = (["True", "mla_fp8.serving"] if value else
-                ["False", "missing aiter"])
+    # The .pth adds its finders and imports nothing; AITER's module, when
+    # imported, is mla_fp8's.
+    expected = (["True False", "mla_fp8.serving"] if value else
+                ["False False", "missing aiter"])
     assert child.stdout.split("\n")[:2] == expected
     with pytest.raises(FileNotFoundError, match="^directory: "):
         aiter_shim.write_pth(tmp_path / "none")
 
 
-def test_pth_at_start_up_waits_for_every_site_directory(tmp_path):
+@pytest.mark.parametrize("adds", ["pth", "usercustomize"])
+def test_pth_at_start_up_with_later_directories(tmp_path, adds):
     """The .pth run by site.py at start-up, from the user site directory,
-    which site.py adds before the system's: numpy and a real AITER are in
-    directories added after it. The shim must still import, find AITER and
-    leave AITER's other modules its own (as with a venv's system packages,
-    or pip's user and /usr/local directories beside the distribution's)."""
+    which site.py adds before the system's: numpy is in a directory added
+    after it, and a real AITER in one that a later .pth, or usercustomize
+    (run after every site directory and sitecustomize), adds. The shim must still serve the function, find AITER and leave
+    AITER's other modules its own (as with a venv's system packages, pip's
+    user or /usr/local directories beside the distribution's, or a
+    customize module)."""
     user_base = tmp_path / "user"
     user_site = subprocess.run(
         [sys.executable, "-c",
@@ -183,11 +189,15 @@ def test_pth_at_start_up_waits_for_every_site_directory(tmp_path):
     aiter_shim.write_pth(user_site)
     later = tmp_path / "later"
     write_aiter(later)
-    # A .pth after the shim's in the same directory adds AITER's: only a
-    # shim installed once every directory is on sys.path finds it.
-    with open(os.path.join(user_site, "zz_later.pth"), "w",
-              encoding="utf-8") as pth:
-        pth.write(f"{later}\n")
+    if adds == "pth":
+        # Processed after the shim's .pth, in name order.
+        with open(os.path.join(user_site, "zz_later.pth"), "w",
+                  encoding="utf-8") as pth:
+            pth.write(f"{later}\n")
+    else:
+        with open(os.path.join(user_site, "usercustomize.py"), "w",
+                  encoding="utf-8") as custom:
+            custom.write(f"import sys\nsys.path.append({str(later)!r})\n")
     code = (f"from {NESTED} import {FUNCTION} as f\n"
             "from aiter.ops.triton.other import other\n"
             "import aiter\n"
@@ -200,3 +210,42 @@ def test_pth_at_start_up_waits_for_every_site_directory(tmp_path):
                            cwd=tmp_path)
     assert child.returncode == 0 and not child.stderr, child.stderr
     assert child.stdout.split() == ["mla_fp8.serving", "42", "True"]
+
+
+def test_pth_in_a_venv(tmp_path):
+    """A venv's site.py processes its site-packages twice: the finders are
+    added once, and without AITER the stand-ins serve the function."""
+    venv = tmp_path / "venv"
+    made = subprocess.run([sys.executable, "-m", "venv", "--without-pip",
+                           "--system-site-packages", str(venv)],
+                          capture_output=True, text=True, check=False)
+    if made.returncode != 0:
+        pytest.skip(f"not run: no venv here ({made.stderr.strip()})")
+    python = venv / "bin" / "python"
+    site_dir = subprocess.run(
+        [str(python), "-c", "import sysconfig; "
+         "print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    os.symlink(os.path.dirname(mla_fp8.__file__),
+               os.path.join(site_dir, "mla_fp8"))
+    aiter_shim.write_pth(site_dir)
+    code = ("import sys\n"
+            "print(sum(getattr(f, '__mla_fp8_shim__', False)\n"
+            "          for f in sys.meta_path))\n"
+            f"from {FLAT} import {FUNCTION} as f\n"
+            "print(f.__module__)\n")
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("MLA_FP8_", "PYTHON"))}
+    env[aiter_shim.ENV_VAR] = "1"
+    for flags in ([], ["-I"], ["-s"]):
+        child = subprocess.run([str(python), *flags, "-c", code],
+                               capture_output=True, text=True, timeout=120,
+                               check=False, env=env, cwd=tmp_path)
+        assert child.returncode == 0 and not child.stderr, child.stderr
+        assert child.stdout.split() == ["2", "mla_fp8.serving"], flags
+
+
+def test_the_pth_finders_cover_every_package_of_the_two_modules():
+    assert set(aiter_shim.PACKAGES) == {
+        ".".join(name.split(".")[:i]) for name in aiter_shim.MODULES
+        for i in range(1, name.count(".") + 1)}

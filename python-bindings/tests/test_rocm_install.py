@@ -22,7 +22,8 @@ _CHILD = textwrap.dedent("""
     package_root, site_dir, tests = sys.argv[1:4]
     # What site.py does for site-packages at start-up: run the .pth line.
     site.addsitedir(site_dir)
-    assert "mla_fp8" in sys.modules, "the .pth line did not install the shim"
+    assert any(getattr(f, "__mla_fp8_shim__", False) for f in sys.meta_path), \
+        "the .pth line did not install the shim's finders"
     from aiter.ops.triton.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant import (  # noqa: E501
         batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant as aiter_triton_fp8_bmm,  # noqa: E501
     )
