@@ -258,7 +258,9 @@ def _plan(torch, X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     x_stride_b, x_stride_m = (xs[1], xs[0]) if transpose_bm_in else (xs[0],
                                                                      xs[1])
     if not WQ.is_contiguous():
-        raise ValueError("WQ: must be contiguous (B, N, K)")
+        raise ValueError("WQ: must be contiguous (B, N, K); weights do not "
+                         "change between calls, so make them contiguous "
+                         "(WQ.contiguous()) once, when they are loaded")
     w_name = str(WQ.dtype).replace("torch.", "")
     if w_name not in serving._TORCH_FP8 and w_name != "uint8":
         raise TypeError(f"WQ: expected dtype float8_e4m3fnuz (gfx942), "

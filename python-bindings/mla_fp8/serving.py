@@ -386,7 +386,9 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         raise ValueError("X: the K stride must be 1 element; pass a view "
                          "with contiguous rows")
     if not WQ.flags.c_contiguous:
-        raise ValueError("WQ: must be C-contiguous (B, N, K)")
+        raise ValueError("WQ: must be C-contiguous (B, N, K); weights do "
+                         "not change between calls, so make them contiguous "
+                         "once, when they are loaded")
     check_w_scale_given(w_scale)
     if isinstance(w_scale, np.ndarray) and w_scale.dtype.kind != "f":
         raise TypeError(f"w_scale: expected float32 values, got dtype "

@@ -178,7 +178,7 @@ def test_argument_errors(rng):
         (ValueError, "^X: the K stride", dict(X=np.asfortranarray(x))),
         (TypeError, "^WQ: .*uint8", dict(WQ=w.astype(np.int8))),
         (ValueError, "^WQ: shape", dict(WQ=w[:8])),
-        (ValueError, "^WQ: must be C-contiguous",
+        (ValueError, "^WQ: must be C-contiguous .*once, when they are loaded",
          dict(WQ=np.asfortranarray(w))),
         (ValueError, "^WQ: the bundle has no kernel for N=256",
          dict(WQ=np.ascontiguousarray(w[:, :256]))),
