@@ -44,7 +44,7 @@ MIN_GROUP_SIZE = 16
 MAX_TILE_STAGES = 4
 TILE_OCCUPANCY = 2
 
-# --- Manifest and file limits -------------------------------------------------
+# --- Manifest and file limits ------------------------------------------------
 
 SUPPORTED_SCHEMA_VERSION = 3
 MAX_MANIFEST_N = 65536
@@ -73,7 +73,7 @@ EMULATOR_MAX_DIM = 65536
 EMULATOR_MAX_ELEMENTS = 1 << 28
 EMULATOR_MAX_THREADS = 1024
 
-# --- Chips and MFMAs ----------------------------------------------------------
+# --- Chips and MFMAs ---------------------------------------------------------
 
 #: The fp8 MFMA records: the tile's shape name, the mnemonic, M and N, and
 #: the architectures that have it.
@@ -114,7 +114,7 @@ def describe_unsupported_chip(name):
             f"{', '.join(CHIPS_BY_NAME)}")
 
 
-# --- Formulas -----------------------------------------------------------------
+# --- Formulas ----------------------------------------------------------------
 
 #: A launch's shape besides M and B.
 LaunchShape = namedtuple("LaunchShape", "n block_m block_n waves split_k")

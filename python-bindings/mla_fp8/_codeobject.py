@@ -94,7 +94,7 @@ def printable(text):
                                                           "backslashreplace")
 
 
-# --- ELF ------------------------------------------------------------------------
+# --- ELF ---------------------------------------------------------------------
 
 
 class _Elf:
@@ -256,7 +256,7 @@ def _align(value, alignment):
     return (value + alignment - 1) & ~(alignment - 1) & _U64
 
 
-# --- MessagePack ---------------------------------------------------------------
+# --- MessagePack -------------------------------------------------------------
 
 _MAP, _ARRAY, _STRING, _BINARY, _UINT, _INT, _OTHER, _EXT = range(8)
 
