@@ -23,12 +23,14 @@ Installing twice changes nothing the second time.
 Every process, vLLM's worker processes included, can have it:
 ``write_pth(directory=None)`` writes ``mla_fp8_aiter.pth`` into the
 interpreter's site-packages (or `directory`). When ``MLA_FP8_REPLACE_AITER=1``
-is set, its one line adds two import finders and imports nothing; without
-the variable it only reads the environment. The finders decide when AITER's
-modules are imported, once sys.path is whatever site.py, sitecustomize and
-the program made it: the two modules of the function become this package's
-(mla_fp8 is imported then), and where no other finder finds AITER's packages
-on the way to them, the last finder gives the stand-ins described above.
+is set, its one line adds an import finder and imports nothing; without the
+variable it only reads the environment. The finder decides when AITER's
+modules are imported, once sys.path and the other finders are whatever
+site.py, sitecustomize and the program made them: the two modules of the
+function become this package's (mla_fp8 is imported then); AITER's packages
+are AITER's, or stand-ins as above where no other finder finds them. Unlike
+``install_aiter_shim()``, this imports AITER's packages on the way to the two
+modules, so an AITER whose package fails to import fails there too.
 """
 
 import importlib
@@ -73,11 +75,13 @@ PACKAGES = ("aiter", "aiter.ops", "aiter.ops.triton", "aiter.ops.triton.gemm",
 
 # What the .pth line runs when the variable is set, in a namespace of its
 # own. It imports nothing and decides nothing at start-up, when site.py may
-# not yet have added the directories holding numpy, AITER or this package:
-# one finder, first, serves MODULES with this package's function when they
-# are imported (importing mla_fp8 then); another, last, gives stand-ins for
-# PACKAGES that no other finder finds. A venv runs the line twice: the
-# finders are added once.
+# not yet have added the directories holding numpy, AITER or this package.
+# One finder decides at each import of an AITER name: MODULES get this
+# package's function (importing mla_fp8 then); PACKAGES are whatever the
+# other finders find, those added later included (an editable AITER's), and
+# stand-ins where none does. It keeps itself first in sys.meta_path, so that
+# a finder inserted before it later (another editable install's) cannot
+# serve MODULES. A venv runs the line twice: the finder is added once.
 _HOOK_SOURCE = f"""
 import importlib.machinery
 import sys
@@ -92,7 +96,7 @@ class ShimLoader:
     def exec_module(module):
         try:
             import mla_fp8.aiter_shim
-        except ImportError as error:
+        except Exception as error:
             raise ImportError(
                 f"{{module.__name__}} is mla_fp8's ({ENV_VAR} is set), but "
                 f"mla_fp8 cannot be imported: {{error}}") from error
@@ -100,6 +104,8 @@ class ShimLoader:
 
 
 class StandInLoader:
+    {MARKER} = True
+
     @staticmethod
     def create_module(spec):
         return None
@@ -109,27 +115,31 @@ class StandInLoader:
         setattr(module, {MARKER!r}, True)
 
 
-class AiterModules:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
+class AiterFinder:
+    {MARKER} = True
+
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if sys.meta_path and sys.meta_path[0] is not cls and \\
+                cls in sys.meta_path:
+            sys.meta_path.remove(cls)
+            sys.meta_path.insert(0, cls)
         if name in {MODULES!r}:
             return importlib.machinery.ModuleSpec(name, ShimLoader)
-        return None
+        if name not in {PACKAGES!r}:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is not cls and find is not None:
+                spec = find(name, path, target)
+                if spec is not None:
+                    return spec
+        return importlib.machinery.ModuleSpec(name, StandInLoader,
+                                              is_package=True)
 
 
-class AiterStandIns:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name in {PACKAGES!r}:
-            return importlib.machinery.ModuleSpec(name, StandInLoader,
-                                                  is_package=True)
-        return None
-
-
-AiterModules.{MARKER} = AiterStandIns.{MARKER} = True
 if not any(getattr(finder, {MARKER!r}, False) for finder in sys.meta_path):
-    sys.meta_path.insert(0, AiterModules)
-    sys.meta_path.append(AiterStandIns)
+    sys.meta_path.insert(0, AiterFinder)
 """
 
 # site.py runs a .pth line that starts with "import"; this one runs the hook
@@ -180,7 +190,9 @@ def _aiter_installed():
     loaded = sys.modules.get("aiter")
     if loaded is not None:
         return not getattr(loaded, MARKER, False)
-    return importlib.util.find_spec("aiter") is not None
+    spec = importlib.util.find_spec("aiter")
+    # The .pth's finder answers with a stand-in where AITER is missing.
+    return spec is not None and not getattr(spec.loader, MARKER, False)
 
 
 def install_aiter_shim():

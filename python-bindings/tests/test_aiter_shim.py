@@ -165,7 +165,22 @@ def test_pth_installs_the_shim_in_new_processes(tmp_path, value):
         aiter_shim.write_pth(tmp_path / "none")
 
 
-@pytest.mark.parametrize("adds", ["pth", "usercustomize"])
+# A finder serving AITER from `later`, as an editable install adds one from
+# its own .pth: appended (setuptools) or inserted first (meson-python).
+_EDITABLE = """import importlib.machinery, sys
+class EditableAiter:
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name == "aiter" or name.startswith("aiter."):
+            return importlib.machinery.PathFinder.find_spec(
+                name, path if path is not None else [{later!r}])
+        return None
+{register}
+"""
+
+
+@pytest.mark.parametrize("adds", ["pth", "usercustomize", "appended finder",
+                                  "first finder"])
 def test_pth_at_start_up_with_later_directories(tmp_path, adds):
     """The .pth run by site.py at start-up, from the user site directory,
     which site.py adds before the system's: numpy is in a directory added
@@ -194,6 +209,16 @@ def test_pth_at_start_up_with_later_directories(tmp_path, adds):
         with open(os.path.join(user_site, "zz_later.pth"), "w",
                   encoding="utf-8") as pth:
             pth.write(f"{later}\n")
+    elif adds.endswith("finder"):
+        register = ("sys.meta_path.append(EditableAiter)" if adds.startswith(
+            "appended") else "sys.meta_path.insert(0, EditableAiter)")
+        with open(os.path.join(user_site, "zz_editable.py"), "w",
+                  encoding="utf-8") as module:
+            module.write(_EDITABLE.format(later=str(later),
+                                          register=register))
+        with open(os.path.join(user_site, "zz_later.pth"), "w",
+                  encoding="utf-8") as pth:
+            pth.write("import zz_editable\n")
     else:
         with open(os.path.join(user_site, "usercustomize.py"), "w",
                   encoding="utf-8") as custom:
@@ -213,8 +238,9 @@ def test_pth_at_start_up_with_later_directories(tmp_path, adds):
 
 
 def test_pth_in_a_venv(tmp_path):
-    """A venv's site.py processes its site-packages twice: the finders are
-    added once, and without AITER the stand-ins serve the function."""
+    """A venv's site.py processes its site-packages twice: the finder is
+    added once, and without AITER the stand-ins serve the function; an
+    explicit install_aiter_shim() then does not take them for AITER."""
     venv = tmp_path / "venv"
     made = subprocess.run([sys.executable, "-m", "venv", "--without-pip",
                            "--system-site-packages", str(venv)],
@@ -233,7 +259,9 @@ def test_pth_in_a_venv(tmp_path):
             "print(sum(getattr(f, '__mla_fp8_shim__', False)\n"
             "          for f in sys.meta_path))\n"
             f"from {FLAT} import {FUNCTION} as f\n"
-            "print(f.__module__)\n")
+            "print(f.__module__)\n"
+            "import mla_fp8\n"
+            "print(mla_fp8.install_aiter_shim()['aiter_installed'])\n")
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("MLA_FP8_", "PYTHON"))}
     env[aiter_shim.ENV_VAR] = "1"
@@ -242,7 +270,8 @@ def test_pth_in_a_venv(tmp_path):
                                capture_output=True, text=True, timeout=120,
                                check=False, env=env, cwd=tmp_path)
         assert child.returncode == 0 and not child.stderr, child.stderr
-        assert child.stdout.split() == ["2", "mla_fp8.serving"], flags
+        assert child.stdout.split() == ["1", "mla_fp8.serving", "False"], \
+            flags
 
 
 def test_the_pth_finders_cover_every_package_of_the_two_modules():
