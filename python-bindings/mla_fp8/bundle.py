@@ -20,6 +20,11 @@ from ._native import native_module
 
 __all__ = ["Bundle", "BundleError", "Kernel", "load_bundle"]
 
+# What find_kernel matches (the description but the fp8 type, which the
+# chip decides).
+_SHAPE_FIELDS = ("chip", "n", "k", "group_size", "in_type", "out_type",
+                 "w_scale", "has_bias")
+
 
 class Kernel:
     """One kernel of a bundle; attributes mirror the manifest's fields.
@@ -120,6 +125,13 @@ class Bundle:
         self._kernels = {}
         self._native_bundle = None
         self._native_lock = threading.Lock()
+        # The kernels of each description, in manifest order: a lookup
+        # reads only its shape's.
+        self._by_shape = {}
+        for loaded in self._loaded.chips:
+            for info in loaded.kernels:
+                self._by_shape.setdefault(
+                    tuple(info[f] for f in _SHAPE_FIELDS), []).append(info)
 
     @property
     def schema_version(self):
@@ -169,21 +181,15 @@ class Bundle:
         in_type = check_choice(in_type, HALF_TYPES, "in_type")
         w_scale = check_choice(w_scale, W_SCALE_MODES, "w_scale")
         group_size = check_group_size(group_size)
-        wanted = {"n": n, "k": k, "group_size": group_size,
-                  "in_type": in_type, "out_type": out_type,
-                  "w_scale": w_scale, "has_bias": bool(has_bias)}
         lowest = None
-        for loaded in self._loaded.chips:
-            if loaded.chip != chip:
-                continue
-            for info in loaded.kernels:
-                if any(info[f] != v for f, v in wanted.items()):
-                    continue
-                if m > 0 and m >= info["min_m"] and (
-                        info["max_m"] == 0 or m <= info["max_m"]):
-                    return self._wrap(info)
-                if lowest is None or info["min_m"] < lowest["min_m"]:
-                    lowest = info
+        for info in self._by_shape.get((chip, n, k, group_size, in_type,
+                                        out_type, w_scale, bool(has_bias)),
+                                       ()):
+            if m > 0 and m >= info["min_m"] and (
+                    info["max_m"] == 0 or m <= info["max_m"]):
+                return self._wrap(info)
+            if lowest is None or info["min_m"] < lowest["min_m"]:
+                lowest = info
         # M = 0 launches nothing; any kernel of the shape describes that
         # (empty) launch, not to be mistaken for an unsupported shape.
         return self._wrap(lowest) if m == 0 and lowest is not None else None

@@ -374,3 +374,25 @@ def test_other_layouts_get_the_same_answer(small_bundle, tmp_path):
         native_answer, python_answer = _answers(directory)
         assert python_answer == native_answer, what
         assert (native_answer is None) == loads, (what, native_answer)
+
+
+def test_lookups_match_the_native_ones(session_bundle):
+    bundle = mla_fp8.load_bundle(session_bundle)
+    other = native.Bundle(os.fsencode(session_bundle))
+    shapes = {(k.chip, k.n, k.k, k.group_size, k.in_type, k.out_type,
+               k.w_scale, k.has_bias) for k in bundle.kernels()}
+    shapes |= {("gfx942", 512, 256, 128, "bf16", "bf16", "per_tensor",
+                False), ("gfx90a", 512, 128, 128, "bf16", "bf16",
+                         "per_tensor", False)}
+    found = 0
+    for chip, n, k, group, in_type, out_type, w_scale, bias in shapes:
+        for m in (0, 1, 2, 16, 17, 63, 64, 65, 1000, 2 ** 31 - 1):
+            mine = bundle.find_kernel(chip, n, k, m, out_type=out_type,
+                                      w_scale=w_scale, group_size=group,
+                                      in_type=in_type, has_bias=bias)
+            theirs = other.find_kernel(chip, n, k, m, out_type, w_scale,
+                                       group, in_type, bias)
+            assert (mine and mine._key) == (theirs and theirs["key"]), \
+                (chip, n, k, m)
+            found += mine is not None
+    assert found > 0
