@@ -24,10 +24,30 @@ static llvm::Error makeError(const Twine &message) {
 
 const KernelMetadata *
 CodeObjectMetadata::findKernel(llvm::StringRef name) const {
+  if (kernelIndex.size() == kernels.size()) {
+    auto it = llvm::partition_point(kernelIndex, [&](const auto &entry) {
+      return StringRef(entry.first) < name;
+    });
+    if (it == kernelIndex.end() || it->first != name)
+      return nullptr;
+    // The index is of these kernels unless they were changed since.
+    if (it->second < kernels.size() && kernels[it->second].name == name)
+      return &kernels[it->second];
+  }
   for (const KernelMetadata &kernel : kernels)
     if (kernel.name == name)
       return &kernel;
   return nullptr;
+}
+
+void CodeObjectMetadata::indexKernels() {
+  kernelIndex.clear();
+  kernelIndex.reserve(kernels.size());
+  for (size_t i = 0; i < kernels.size(); ++i)
+    kernelIndex.emplace_back(kernels[i].name, i);
+  llvm::stable_sort(kernelIndex, [](const auto &a, const auto &b) {
+    return a.first < b.first;
+  });
 }
 
 bool CodeObjectMetadata::definesSymbol(llvm::StringRef name) const {
@@ -484,6 +504,7 @@ mlir::mlafp8::readCodeObjectMetadata(StringRef elfBytes) {
   llvm::sort(result.definedSymbols);
   result.definedSymbols.erase(llvm::unique(result.definedSymbols),
                               result.definedSymbols.end());
+  result.indexKernels();
 
   // "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-" -> "gfx942".
   StringRef processor = StringRef(result.targetID).rsplit("--").second;

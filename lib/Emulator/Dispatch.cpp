@@ -6,6 +6,7 @@
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -458,6 +459,15 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
       b->readOnly = true;
 
   uint64_t total = uint64_t(grid[0]) * grid[1] * grid[2];
+  // Each axis fits the dispatch packet, but the product can reach 2^96:
+  // bounded before anything per workgroup (the timing model's class table,
+  // four bytes a workgroup) is allocated.
+  if (total > kMaxDispatchWorkgroups)
+    return createStringError(
+        formatv("the grid {0}x{1}x{2} has {3} workgroups; the emulator runs "
+                "at most {4} (2^24) in one dispatch",
+                grid[0], grid[1], grid[2], total, kMaxDispatchWorkgroups)
+            .str());
   auto idOf = [&](uint64_t i) -> std::array<uint32_t, 3> {
     return {uint32_t(i % grid[0]), uint32_t(i / grid[0] % grid[1]),
             uint32_t(i / (uint64_t(grid[0]) * grid[1]))};

@@ -11,17 +11,37 @@ using namespace llvm;
 
 namespace mlir::mlafp8::emu {
 
-uint64_t DeviceMemory::allocate(StringRef name, uint64_t size, uint64_t align) {
+/// The next fresh device address for `size` bytes.
+static uint64_t placeBuffer(uint64_t &nextAddress, uint64_t size,
+                            uint64_t align) {
   align = std::max<uint64_t>(align, 256);
   uint64_t base = (nextAddress + align - 1) / align * align;
   // A 1 MiB guard gap: an overrun of a buffer lands in no buffer.
   nextAddress = base + std::max<uint64_t>(size, 1) + (1ull << 20);
+  return base;
+}
+
+uint64_t DeviceMemory::allocate(StringRef name, uint64_t size, uint64_t align) {
+  uint64_t base = placeBuffer(nextAddress, size, align);
   Buffer b;
   b.name = name.str();
   b.base = base;
   b.size = size;
   b.owned.reset(new uint8_t[std::max<uint64_t>(size, 1)]());
   b.data = b.owned.get();
+  buffers.emplace(base, std::move(b));
+  return base;
+}
+
+uint64_t DeviceMemory::mapNew(StringRef name, MutableArrayRef<uint8_t> host,
+                              bool readOnly, uint64_t align) {
+  uint64_t base = placeBuffer(nextAddress, host.size(), align);
+  Buffer b;
+  b.name = name.str();
+  b.base = base;
+  b.size = host.size();
+  b.data = host.data();
+  b.readOnly = readOnly;
   buffers.emplace(base, std::move(b));
   return base;
 }

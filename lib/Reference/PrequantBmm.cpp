@@ -44,8 +44,13 @@ static std::array<double, 256> getDecodeTable(FP8Format format) {
 
 float quantizeWeights(const float *w, int64_t count, FP8Format format,
                       uint8_t *out) {
+  return quantizeWeightsWithAmax(w, count, getAmax(w, count), format, out);
+}
+
+float quantizeWeightsWithAmax(const float *w, int64_t count, float amax,
+                              FP8Format format, uint8_t *out) {
   float fmax = getFP8Max(format);
-  float amax = getAmax(w, count);
+  amax = amax > kAmaxFloor ? amax : kAmaxFloor;
   float scale = fmax / amax;
   for (int64_t i = 0; i < count; ++i)
     out[i] = encodeFP8(clampToMax(w[i] * scale, fmax), format);

@@ -203,30 +203,27 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   uint64_t xBytes = *xView, yBytes = *yView, wBytes = *wView;
 
   // Device buffers are exactly the caller's extents: any access beyond them
-  // stops the emulator with the instruction and address.
+  // stops the emulator with the instruction and address. The inputs are the
+  // caller's own memory, mapped read-only (a store to them stops the
+  // emulator); Y is a copy, written back only when the launch succeeded.
   emu::DeviceMemory memory;
-  uint64_t xAddr = memory.allocate("x", xBytes);
-  uint64_t wAddr = memory.allocate("w", wBytes);
-  uint64_t wsAddr = memory.allocate("w_scale", wsCount * 4);
-  uint64_t yAddr = memory.allocate("y", yBytes);
-  uint64_t biasAddr = 0;
-  auto upload = [&](uint64_t addr, const void *data, uint64_t size) {
-    return memory.write(addr, llvm::ArrayRef<uint8_t>(
-                                  static_cast<const uint8_t *>(data), size));
+  auto mapInput = [&](const char *name, const void *data, uint64_t size) {
+    return memory.mapNew(
+        name,
+        llvm::MutableArrayRef<uint8_t>(
+            const_cast<uint8_t *>(static_cast<const uint8_t *>(data)), size),
+        /*readOnly=*/true);
   };
-  if (llvm::Error err = upload(xAddr, call.x, xBytes))
+  uint64_t xAddr = mapInput("x", call.x, xBytes);
+  uint64_t wAddr = mapInput("w", call.w, wBytes);
+  uint64_t wsAddr = mapInput("w_scale", call.wScale, wsCount * 4);
+  uint64_t yAddr = memory.allocate("y", yBytes);
+  if (llvm::Error err = memory.write(
+          yAddr, llvm::ArrayRef<uint8_t>(
+                     reinterpret_cast<const uint8_t *>(call.y), yBytes)))
     return std::move(err);
-  if (llvm::Error err = upload(wAddr, call.w, wBytes))
-    return std::move(err);
-  if (llvm::Error err = upload(wsAddr, call.wScale, wsCount * 4))
-    return std::move(err);
-  if (llvm::Error err = upload(yAddr, call.y, yBytes))
-    return std::move(err);
-  if (call.bias) {
-    biasAddr = memory.allocate("bias", *biasView);
-    if (llvm::Error err = upload(biasAddr, call.bias, *biasView))
-      return std::move(err);
-  }
+  uint64_t biasAddr =
+      call.bias ? mapInput("bias", call.bias, *biasView) : uint64_t(0);
 
   // Split-K kernels meet in a workspace that their owner zeroes once and
   // that every launch leaves ready for the next (its counters back at 0).

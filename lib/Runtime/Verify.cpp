@@ -176,15 +176,42 @@ VerifyResult runtime::verifyPrequantBmm(const KernelEntry &kernel,
     if (m > 1)
       x.at(0, 1, k / 2) = *inType == OutType::BF16 ? 0x7f80 : 0x7c00; // +Inf
   }
-  std::vector<float> wf(b * n * k);
-  for (float &v : wf)
-    v = draw() * 0.05f;
-  std::vector<uint8_t> w(wf.size());
+  // The weights, drawn twice from the same state: once for their amax, once
+  // to quantize them a chunk at a time. The bits are quantizeWeights' of
+  // the whole tensor, without holding it in f32 (4 bytes an element, which
+  // made W the largest allocation of a large-B emulation).
+  std::vector<uint8_t> w(b * n * k);
   std::vector<float> ws(perBatch ? std::max<int64_t>(b, 1) : 1);
-  if (perBatch)
-    quantizeWeightsPerBatch(wf.data(), b, n * k, *format, w.data(), ws.data());
-  else
-    ws[0] = quantizeWeights(wf.data(), int64_t(wf.size()), *format, w.data());
+  {
+    int64_t perBatchCount = n * k;
+    std::vector<float> amax(perBatch ? std::max<int64_t>(b, 1) : 1, 0.0f);
+    std::mt19937_64 savedRng = rng;
+    std::normal_distribution<float> savedNormal = normal;
+    int64_t savedDrawn = drawn;
+    for (int64_t bi = 0; bi < b; ++bi) {
+      float &a = amax[perBatch ? bi : 0];
+      for (int64_t i = 0; i < perBatchCount; ++i)
+        a = std::max(a, std::fabs(draw() * 0.05f));
+    }
+    rng = savedRng;
+    normal = savedNormal;
+    drawn = savedDrawn;
+    constexpr int64_t kChunk = int64_t(1) << 16;
+    std::vector<float> chunk(std::min(kChunk, std::max<int64_t>(
+                                                  perBatchCount, 1)));
+    for (int64_t bi = 0; bi < b; ++bi)
+      for (int64_t start = 0; start < perBatchCount; start += kChunk) {
+        int64_t count = std::min(kChunk, perBatchCount - start);
+        for (int64_t i = 0; i < count; ++i)
+          chunk[i] = draw() * 0.05f;
+        float descale = quantizeWeightsWithAmax(
+            chunk.data(), count, amax[perBatch ? bi : 0], *format,
+            w.data() + bi * perBatchCount + start);
+        ws[perBatch ? bi : 0] = descale;
+      }
+    if (!perBatch && (b == 0 || perBatchCount == 0))
+      ws[0] = quantizeWeightsWithAmax(nullptr, 0, 0.0f, *format, nullptr);
+  }
   std::vector<uint16_t> bias;
   if (kernel.hasBias) {
     bias.resize(b * n);
@@ -238,7 +265,10 @@ VerifyResult runtime::verifyPrequantBmm(const KernelEntry &kernel,
     return result;
   }
   result.stats = *ran;
-  std::vector<uint16_t> first = y.storage;
+  // Y of the first launch, for the repeated ones to be compared with.
+  std::vector<uint16_t> first;
+  if (!p.repeatThreads.empty())
+    first = y.storage;
   for (unsigned threads : p.repeatThreads) {
     std::fill(y.storage.begin(), y.storage.end(), sentinel);
     llvm::Expected<emu::ExecStats> again = launch(call, threads);

@@ -26,6 +26,12 @@
 #include "llvm/Transforms/Utils/Cloning.h"
 
 #include <mutex>
+#include <string>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 LLD_HAS_DRIVER(elf)
 
@@ -265,32 +271,79 @@ llvm::Expected<std::string> mlir::mlafp8::emitObject(const llvm::Module &module,
 static std::mutex lldMutex;
 static bool lldUnusable = false;
 
+namespace {
+/// A file descriptor closed on scope exit.
+struct FD {
+  int fd = -1;
+  FD() = default;
+  explicit FD(int fd) : fd(fd) {}
+  FD(const FD &) = delete;
+  FD &operator=(const FD &) = delete;
+  ~FD() { reset(); }
+  void reset() {
+    if (fd >= 0)
+      ::close(fd);
+    fd = -1;
+  }
+  std::string procPath() const { return "/proc/self/fd/" + std::to_string(fd); }
+};
+} // namespace
+
+static std::string errnoText(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
+
+/// Links in memory: nothing of a link ever touches a file system, so a full
+/// or read-only $TMPDIR cannot fail it and a killed process leaves nothing
+/// behind. The relocatable object is an anonymous memory file (memfd) that
+/// lld reads through /proc/self/fd. The output goes to a pipe: for a path
+/// that is not a regular file lld builds the image in memory and writes it
+/// with write(2) on commit, read here by a second thread. (Given a regular
+/// file, lld writes through a shared mapping, and a full file system kills
+/// the process with SIGBUS.)
 llvm::Expected<std::string>
 mlir::mlafp8::linkCodeObject(StringRef relocatableObject) {
-  SmallString<128> inputPath, outputPath;
-  int inputFD;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "mla-fp8", "o", inputFD, inputPath))
-    return makeError("cannot create a temporary file: " + ec.message());
-  auto removeInput =
-      llvm::make_scope_exit([&] { llvm::sys::fs::remove(inputPath); });
-  {
-    llvm::raw_fd_ostream os(inputFD, /*shouldClose=*/true);
-    os << relocatableObject;
-    os.close();
-    if (os.has_error()) {
-      std::error_code ec = os.error();
-      // An uncleared error makes the stream's destructor abort the process
-      // ("IO failure on output stream"); a full disk must be an Error.
-      os.clear_error();
-      return makeError("cannot write " + inputPath + ": " + ec.message());
-    }
+  FD input(::memfd_create("mla-fp8-link-input", MFD_CLOEXEC));
+  if (input.fd < 0)
+    return makeError("cannot create the linker's in-memory input: " +
+                     errnoText(errno));
+  for (size_t done = 0; done < relocatableObject.size();) {
+    ssize_t n = ::write(input.fd, relocatableObject.data() + done,
+                        relocatableObject.size() - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return makeError("cannot write the linker's in-memory input: " +
+                       errnoText(n < 0 ? errno : EIO));
+    done += size_t(n);
   }
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("mla-fp8", "hsaco", outputPath))
-    return makeError("cannot create a temporary file: " + ec.message());
-  auto removeOutput =
-      llvm::make_scope_exit([&] { llvm::sys::fs::remove(outputPath); });
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) < 0)
+    return makeError("cannot create the linker's output pipe: " +
+                     errnoText(errno));
+  FD readEnd(ends[0]), writeEnd(ends[1]);
+
+  // The reader drains the pipe while lld writes; it sees the end of the data
+  // once lld has closed its descriptor and writeEnd is closed below.
+  std::string image;
+  int readError = 0;
+  std::thread reader([&] {
+    char chunk[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(readEnd.fd, chunk, sizeof(chunk));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        readError = errno;
+      if (n <= 0)
+        return;
+      image.append(chunk, size_t(n));
+    }
+  });
+  auto joinReader = llvm::make_scope_exit([&] {
+    writeEnd.reset();
+    reader.join();
+  });
 
   std::string lldOutput;
   llvm::raw_string_ostream lldOS(lldOutput);
@@ -299,6 +352,7 @@ mlir::mlafp8::linkCodeObject(StringRef relocatableObject) {
     if (lldUnusable)
       return makeError("ld.lld (in-process) crashed earlier in this process "
                        "and cannot link again");
+    std::string inputPath = input.procPath(), outputPath = readEnd.procPath();
     const char *args[] = {"ld.lld", "-shared", inputPath.c_str(), "-o",
                           outputPath.c_str()};
     lld::Result result =
@@ -309,14 +363,15 @@ mlir::mlafp8::linkCodeObject(StringRef relocatableObject) {
       return makeError("ld.lld (in-process) failed: " +
                        StringRef(lldOutput).trim());
   }
-
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> output =
-      llvm::MemoryBuffer::getFile(outputPath, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false);
-  if (!output)
-    return makeError("cannot read the linked code object " + outputPath + ": " +
-                     output.getError().message());
-  return (*output)->getBuffer().str();
+  joinReader.release();
+  writeEnd.reset();
+  reader.join();
+  if (readError)
+    return makeError("cannot read the linked code object: " +
+                     errnoText(readError));
+  if (image.empty())
+    return makeError("ld.lld (in-process) wrote no code object");
+  return image;
 }
 
 /// Rejects a gpu.module whose #rocdl.target names another chip.

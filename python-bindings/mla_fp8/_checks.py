@@ -71,13 +71,31 @@ def check_group_size(value, name="group_size"):
     return value
 
 
+def check_native_byte_order(array, name):
+    """Refuses an array whose elements are stored in the other byte order:
+    the kernels, the emulator and the reference read an element's bytes as
+    this machine's (little-endian) bits, so a '>f2' or '>u2' array would be
+    read as other numbers without any error."""
+    if array.dtype.byteorder not in ("=", "|") and \
+            array.dtype.byteorder != _NATIVE:
+        raise TypeError(f"{name}: dtype {array.dtype.str} is big-endian; the "
+                        f"kernels read little-endian bits: pass "
+                        f"{name}.astype({name}.dtype.newbyteorder('='))")
+    return array
+
+
+_NATIVE = "<" if np.little_endian else ">"
+
+
 def check_bits(array, dtype, name, ndim=None):
-    """Returns `array` if it is a numpy array of raw bits of `dtype`."""
+    """Returns `array` if it is a numpy array of raw bits of `dtype`, in
+    native byte order."""
     dtype = np.dtype(dtype)
     kind = "bf16/f16" if dtype == np.uint16 else "fp8"
     if not isinstance(array, np.ndarray):
         raise TypeError(f"{name}: expected a numpy array of {dtype.name} "
                         f"(raw {kind} bits), got {type(array).__name__}")
+    check_native_byte_order(array, name)
     if array.dtype != dtype:
         raise TypeError(f"{name}: expected dtype {dtype.name} (raw {kind} "
                         f"bits), got {array.dtype.name}; convert floats with "

@@ -74,12 +74,22 @@ class CodeObjectMetadata:
         self.code_object_version = 0
         self.kernels = []
         self.defined_symbols = set()
+        self._by_name = None
+
+    def index_kernels(self):
+        """Indexes the kernels by name (the first of equal names), so that
+        each lookup is a dict lookup: a loader looks up every manifest
+        entry, and a scan made a forged bundle's load quadratic."""
+        self._by_name = {}
+        for kernel in self.kernels:
+            self._by_name.setdefault(kernel.name, kernel)
 
     def find_kernel(self, name):
-        for kernel in self.kernels:
-            if kernel.name == name:
-                return kernel
-        return None
+        """The kernel named `name` (the first, should two share it), or
+        None."""
+        if self._by_name is None:
+            self.index_kernels()
+        return self._by_name.get(name)
 
 
 def _fail(message):
@@ -508,6 +518,7 @@ def read_code_object_metadata(data):
         {name.encode("utf-8", "surrogateescape")
          for kernel in result.kernels for name in (kernel.name,
                                                    kernel.symbol)})
+    result.index_kernels()
     target = result.target_id
     processor = target.rsplit("--", 1)[1] if "--" in target else ""
     result.processor = processor.split(":", 1)[0]

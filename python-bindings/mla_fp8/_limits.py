@@ -5,8 +5,10 @@ comes from). Every error names the argument at fault."""
 import numpy as np
 
 from ._abi import (EMULATOR_MAX_BATCH, EMULATOR_MAX_DIM,  # noqa: F401
-                   EMULATOR_MAX_ELEMENTS, EMULATOR_MAX_M,
-                   EMULATOR_MAX_THREADS, KERNEL_MAX_ELEMENTS,
+                   EMULATOR_MAX_HOST_BYTES, EMULATOR_MAX_M,
+                   EMULATOR_MAX_THREADS, EMULATOR_W_BYTES_PER_ELEMENT,
+                   EMULATOR_X_BYTES_PER_ELEMENT,
+                   EMULATOR_Y_BYTES_PER_ELEMENT, KERNEL_MAX_ELEMENTS,
                    MAX_GRID_WORK_ITEMS, rows_overlap)
 
 _SEE = "(docs/limits.md)"
@@ -49,11 +51,21 @@ def check_emulator_sizes(batch, m, n, k, x_name="X", w_name="WQ"):
         if value > limit:
             raise ValueError(f"{name}: {what} = {value}; the emulator runs "
                              f"at most {limit} {_SEE}")
-    elements = batch * max(m, 1) * max(n, k, 512)
-    if elements > EMULATOR_MAX_ELEMENTS:
-        raise ValueError(f"{x_name}: B * max(M, 1) * max(N, K, 512) = "
-                         f"{elements} elements; the emulator runs at most "
-                         f"{EMULATOR_MAX_ELEMENTS} {_SEE}")
+    needed = emulator_host_bytes(batch, m, n, k)
+    if needed > EMULATOR_MAX_HOST_BYTES:
+        raise ValueError(f"{x_name}: B={batch}, M={m}, N={n}, K={k} need "
+                         f"{needed} bytes of host memory to emulate (X, W "
+                         f"and Y with their copies); the emulator takes at "
+                         f"most {EMULATOR_MAX_HOST_BYTES} (4 GiB) {_SEE}")
+
+
+def emulator_host_bytes(batch, m, n, k):
+    """The host memory one emulation allocates (Limits.h,
+    getEmulatorHostBytes)."""
+    rows = max(m, 1)
+    return (batch * rows * k * EMULATOR_X_BYTES_PER_ELEMENT +
+            batch * n * k * EMULATOR_W_BYTES_PER_ELEMENT +
+            batch * rows * n * EMULATOR_Y_BYTES_PER_ELEMENT)
 
 
 def check_launch(kernel, m, batch, x_name="X"):

@@ -12,11 +12,12 @@ is the compiler (``_mla_fp8_compiler``, which maps libMLIR) imported, so a
 serving process that never misses stays MLIR-free.
 """
 
+import errno
 import fcntl
 import json
 import os
 import shlex
-import shutil
+import stat
 import threading
 import warnings
 from collections import namedtuple
@@ -154,14 +155,19 @@ def hint(bundle, miss):
 
 
 def _load_if_complete(directory, miss):
-    if not os.path.isfile(os.path.join(directory, "manifest.json")):
+    """The cached bundle at `directory` if it holds `miss`, else None. A
+    damaged or older copy is left where it is: the generator replaces it
+    only if it is an mla-fp8 bundle with nothing else inside (what this
+    cache writes), and refuses anything else."""
+    try:
+        manifest = os.lstat(os.path.join(directory, "manifest.json"))
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(manifest.st_mode):
         return None
     try:
         bundle = Bundle(directory)
     except BundleError:
-        # An older or damaged copy in this cache's own directory: compiled
-        # again from scratch (the generator replaces only valid bundles).
-        shutil.rmtree(directory)
         return None
     if bundle.find_kernel(miss.chip, miss.n, miss.k, 0,
                           out_type=miss.out_type, w_scale=miss.w_scale,
@@ -176,49 +182,160 @@ def _cannot(argument, miss, why):
                       f"bundle, and {why}")
 
 
+class _CacheError(Exception):
+    """Why the cache at a path cannot be used (becomes a ValueError)."""
+
+
+def _os_reason(error):
+    return error.strerror or type(error).__name__
+
+
+def _cache_directory(path):
+    """Makes sure `path`, a directory of this cache's own, is a real
+    directory: created when missing, never followed when it is a symbolic
+    link (the cache never writes outside itself)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            pass  # another process made it meanwhile; checked below
+        except OSError as error:
+            raise _CacheError(f"{path}: cannot create the directory: "
+                              f"{_os_reason(error)}") from None
+        info = os.lstat(path)
+    except OSError as error:
+        raise _CacheError(f"{path}: {_os_reason(error)}") from None
+    if stat.S_ISLNK(info.st_mode):
+        raise _CacheError(f"{path} is a symbolic link; the cache never "
+                          f"follows links out of itself: remove it")
+    if not stat.S_ISDIR(info.st_mode):
+        raise _CacheError(f"{path} exists and is not a directory; move it "
+                          f"away")
+
+
+def _lock_file(path):
+    """An exclusive flock on the lock file `path`: an empty regular file,
+    created if missing. Anything else there (a symbolic link, a FIFO, a
+    directory, a file with contents) is someone else's: neither followed,
+    nor opened for writing, nor changed. Returns the descriptor."""
+    flags = (os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK |
+             os.O_CLOEXEC)
+    foreign = (f"{path} exists and is not an mla-fp8 lock file (an empty "
+               f"regular file); move it away")
+    while True:
+        try:
+            fd = os.open(path, flags, 0o666)
+        except OSError as error:
+            if error.errno in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+                raise _CacheError(foreign) from None
+            raise _CacheError(f"{path}: cannot open the lock file: "
+                              f"{_os_reason(error)}") from None
+        try:
+            opened = os.fstat(fd)
+            if not stat.S_ISREG(opened.st_mode) or opened.st_size != 0:
+                raise _CacheError(foreign)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # The lock is on the file now at `path`, not one replaced
+            # meanwhile.
+            named = os.stat(path, follow_symlinks=False)
+            if (named.st_dev, named.st_ino) == (opened.st_dev,
+                                                opened.st_ino):
+                return fd
+        except OSError as error:
+            os.close(fd)
+            raise _CacheError(f"{path}: cannot lock: "
+                              f"{_os_reason(error)}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+
+
 def _compile(miss, max_m, argument):
     """The bundle in the cache that holds `miss`, compiled if needed;
     argument() names the argument that selected it, for errors."""
-    root = os.path.join(cache_root(), "missing")
-    directory = os.path.join(root, miss.directory_name())
-    os.makedirs(root, exist_ok=True)
-    # Processes of one server (vLLM's workers) miss together: one compiles,
-    # the others wait and load its result.
-    with open(directory + ".lock", "wb") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        bundle = _load_if_complete(directory, miss)
-        if bundle is not None:
-            return bundle
-        if miss.in_type not in GENERATED_IN_TYPES:
-            raise _cannot(argument, miss, f"mla-fp8-aot generates "
-                                          f"{', '.join(GENERATED_IN_TYPES)}"
-                                          f" activation kernels only")
+    root = cache_root()
+    missing = os.path.join(root, "missing")
+    directory = os.path.join(missing, miss.directory_name())
+    try:
+        # The cache's root is where the user put it (it may be a link);
+        # below it, everything is the cache's own.
         try:
-            from . import aot  # pylint: disable=import-outside-toplevel
-        except ImportError as error:
-            # A serving install without the compiler module (no MLIR).
-            raise _cannot(argument, miss, f"{ENV_VAR}=1 needs mla_fp8's "
-                                          f"compiler module, which does not "
-                                          f"import here ({error})") from None
-        warnings.warn(f"mla_fp8: compiling the missing kernel "
-                      f"{miss.describe()} into {directory} ({ENV_VAR}=1)",
-                      RuntimeWarning, stacklevel=2)
-        try:
-            aot.generate_bundle(
-                directory, heads=1, kv_lora_rank=miss.n,
-                qk_nope_head_dim=miss.k, v_head_dim=miss.k, tp=[1],
-                chips=[miss.chip], max_m=max_m, weight_scale=miss.w_scale,
-                out_type=miss.out_type, group_size=miss.group_size,
-                in_type=miss.in_type, bias=miss.has_bias,
-                cache_dir=cache_root(), force=True)
-        except ValueError as error:
-            raise _cannot(argument, miss,
-                          f"compiling it failed: {error}") from None
-        bundle = _load_if_complete(directory, miss)
-        if bundle is None:
-            raise RuntimeError(f"{directory}: the compiled bundle has no "
-                               f"kernel for {miss.describe()}")
+            os.makedirs(root, exist_ok=True)
+        except OSError as error:
+            raise _CacheError(f"{root}: cannot create the cache directory: "
+                              f"{_os_reason(error)}") from None
+        if not os.path.isdir(root):
+            raise _CacheError(f"{root} is not a directory")
+        _cache_directory(missing)
+        # Processes of one server (vLLM's workers) miss together: one
+        # compiles, the others wait and load its result.
+        fd = _lock_file(directory + ".lock")
+    except _CacheError as error:
+        raise _cannot(argument, miss, f"the compile cache cannot be used: "
+                                      f"{error}") from None
+    try:
+        return _compile_locked(miss, max_m, argument, directory)
+    finally:
+        os.close(fd)
+
+
+def _compile_locked(miss, max_m, argument, directory):
+    try:
+        info = os.lstat(directory)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise _cannot(argument, miss, f"the compile cache cannot be used: "
+                                      f"{directory}: {_os_reason(error)}") \
+            from None
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        what = ("a symbolic link; the cache never follows links out of "
+                "itself: remove it" if stat.S_ISLNK(info.st_mode) else
+                "not a directory; move it away")
+        raise _cannot(argument, miss, f"the compile cache cannot be used: "
+                                      f"{directory} is {what}")
+    bundle = _load_if_complete(directory, miss) if info else None
+    if bundle is not None:
         return bundle
+    if miss.in_type not in GENERATED_IN_TYPES:
+        raise _cannot(argument, miss, f"mla-fp8-aot generates "
+                                      f"{', '.join(GENERATED_IN_TYPES)}"
+                                      f" activation kernels only")
+    try:
+        from . import aot  # pylint: disable=import-outside-toplevel
+    except ImportError as error:
+        # A serving install without the compiler module (no MLIR).
+        raise _cannot(argument, miss, f"{ENV_VAR}=1 needs mla_fp8's "
+                                      f"compiler module, which does not "
+                                      f"import here ({error})") from None
+    warnings.warn(f"mla_fp8: compiling the missing kernel "
+                  f"{miss.describe()} into {directory} ({ENV_VAR}=1)",
+                  RuntimeWarning, stacklevel=3)
+    try:
+        # Not forced: the generator replaces an mla-fp8 bundle that holds
+        # nothing else, and refuses any other directory (nothing of the
+        # user's is replaced).
+        aot.generate_bundle(
+            directory, heads=1, kv_lora_rank=miss.n,
+            qk_nope_head_dim=miss.k, v_head_dim=miss.k, tp=[1],
+            chips=[miss.chip], max_m=max_m, weight_scale=miss.w_scale,
+            out_type=miss.out_type, group_size=miss.group_size,
+            in_type=miss.in_type, bias=miss.has_bias,
+            cache_dir=cache_root(), force=False)
+    except ValueError as error:
+        raise _cannot(argument, miss,
+                      f"compiling it failed: {error}") from None
+    except OSError as error:
+        raise _cannot(argument, miss, f"compiling it failed: {directory}: "
+                                      f"{_os_reason(error)}") from None
+    bundle = _load_if_complete(directory, miss)
+    if bundle is None:
+        raise RuntimeError(f"{directory}: the compiled bundle has no "
+                           f"kernel for {miss.describe()}")
+    return bundle
 
 
 def find_compiled(miss, m, max_m, argument):

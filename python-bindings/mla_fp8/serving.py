@@ -44,7 +44,8 @@ import numpy as np
 
 from . import _hip_call, _limits, _log, _missing, torch_op
 from ._checks import (check_bits, check_bool, check_group_size,
-                      check_w_scale_given, element_strides)
+                      check_native_byte_order, check_w_scale_given,
+                      element_strides)
 from .bundle import Bundle
 from .weights import CHIP_FP8_FORMATS
 
@@ -312,9 +313,11 @@ def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
     if chip is not None and not isinstance(chip, str):
         raise TypeError(f"chip: expected a string such as 'gfx942', got "
                         f"{type(chip).__name__}")
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        _check_dense(torch, X, WQ, w_scale, bias, YQ)
     if bias is not None:
         bias = _bias_2d(bias)
-    torch = sys.modules.get("torch")
     if torch is not None and isinstance(X, torch.Tensor):
         # AITER writes YQ in YQ's own dtype whatever `dtype` says; `dtype`
         # must still name a supported type.
@@ -335,6 +338,20 @@ def batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant(
     raise TypeError(f"X: expected a numpy array (uint16 bits, run on the "
                     f"emulator) or a torch tensor on a ROCm device, got "
                     f"{type(X).__name__}")
+
+
+def _check_dense(torch, X, WQ, w_scale, bias, YQ):
+    """Refuses a sparse or other non-strided tensor by name: the kernels
+    read dense memory with strides, and torch's own error for such a tensor
+    (NotImplementedError or RuntimeError from .stride()) names none."""
+    strided = getattr(torch, "strided", None)
+    for name, value in (("X", X), ("WQ", WQ), ("w_scale", w_scale),
+                        ("bias", bias), ("YQ", YQ)):
+        if isinstance(value, torch.Tensor) and strided is not None and \
+                getattr(value, "layout", strided) != strided:
+            raise TypeError(f"{name}: expected a dense tensor "
+                            f"(torch.strided layout), got layout "
+                            f"{value.layout}; pass {name}.to_dense()")
 
 
 def _shapes(x_shape, w_shape, transpose_bm_in):
@@ -369,6 +386,7 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         chip_source = "MLA_FP8_EMULATE_CHIP"
     else:
         chip_source = chip_source or "chip"
+    check_native_byte_order(X, "X")
     dtype_in_type = _NUMPY_HALF.get(X.dtype.name)
     if dtype_in_type == "bf16" and in_type is not None:
         dtype_in_type = in_type  # the torch path's bits of either type

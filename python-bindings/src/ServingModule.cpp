@@ -237,8 +237,8 @@ public:
     // call itself within what the emulator and the kernels can take.
     if (b > runtime::kEmulatorMaxBatch || m > runtime::kEmulatorMaxM ||
         e.n > runtime::kEmulatorMaxDim || e.k > runtime::kEmulatorMaxDim ||
-        runtime::getEmulatorElements(b, m, e.n, e.k) >
-            runtime::kEmulatorMaxElements)
+        runtime::getEmulatorHostBytes(b, m, e.n, e.k) >
+            runtime::kEmulatorMaxHostBytes)
       throw py::value_error("x, w and y are larger than the emulator runs "
                             "(docs/limits.md)");
     if (threads > runtime::kEmulatorMaxThreads)
@@ -475,7 +475,10 @@ PYBIND11_MODULE(_mla_fp8, m) {
     d["emulator_max_batch"] = runtime::kEmulatorMaxBatch;
     d["emulator_max_m"] = runtime::kEmulatorMaxM;
     d["emulator_max_dim"] = runtime::kEmulatorMaxDim;
-    d["emulator_max_elements"] = runtime::kEmulatorMaxElements;
+    d["emulator_max_host_bytes"] = runtime::kEmulatorMaxHostBytes;
+    d["emulator_x_bytes_per_element"] = runtime::kEmulatorXBytesPerElement;
+    d["emulator_w_bytes_per_element"] = runtime::kEmulatorWBytesPerElement;
+    d["emulator_y_bytes_per_element"] = runtime::kEmulatorYBytesPerElement;
     d["emulator_max_threads"] = runtime::kEmulatorMaxThreads;
     return d;
   });

@@ -157,12 +157,18 @@ def test_compile_missing_reports_what_cannot_compile(rng):
 
 
 def test_a_damaged_cache_entry_is_compiled_again(rng, tmp_path):
+    """A bundle of the cache's own whose code object was damaged (it no
+    longer loads) is compiled again in its place."""
     mla_fp8.set_compile_missing(True)
-    directory = (tmp_path / "cache" / "mla-fp8" / "missing" /
-                 "gfx942-n512-k128-g64-bf16-bf16-per_tensor")
-    directory.mkdir(parents=True)
-    (directory / "manifest.json").write_text("{}")
     x, w, ws = operands(rng, 512, 128, 2)
+    with pytest.warns(RuntimeWarning, match="compiling the missing kernel"):
+        call(x, w, ws, group_size=64)
+    directory = missing_dir(tmp_path) / MISS_DIR
+    code = directory / "gfx942.hsaco"
+    code.write_bytes(code.read_bytes()[:100])
+    with pytest.raises(mla_fp8.BundleError):
+        mla_fp8.load_bundle(directory)
+    _missing._compiled.clear()
     with pytest.warns(RuntimeWarning, match="compiling the missing kernel"):
         call(x, w, ws, group_size=64)
     assert mla_fp8.load_bundle(directory).find_kernel(
@@ -178,3 +184,203 @@ def test_compile_missing_without_the_compiler(rng, monkeypatch):
     with pytest.raises(ValueError, match="^group_size: .*MLA_FP8_COMPILE_"
                        "MISSING=1 needs mla_fp8's compiler module"):
         call(x, w, ws, group_size=64)
+
+
+# --- The cache's own rules: nothing of the user's is followed, replaced or
+# --- changed, and every failure is the documented ValueError.
+
+MISS_DIR = "gfx942-n512-k128-g64-bf16-bf16-per_tensor"
+
+
+def missing_dir(tmp_path):
+    return tmp_path / "cache" / "mla-fp8" / "missing"
+
+
+def call_miss(rng, m=2):
+    mla_fp8.set_compile_missing(True)
+    x, w, ws = operands(rng, 512, 128, m)
+    return call(x, w, ws, group_size=64)
+
+
+def user_bundle(tmp_path, small_bundle):
+    """A copy of a real bundle with a file of the user's inside."""
+    user = tmp_path / "user-bundle"
+    user.mkdir()
+    for entry in os.listdir(small_bundle):
+        (user / entry).write_bytes((small_bundle / entry).read_bytes())
+    (user / "notes.txt").write_text("mine")
+    return user
+
+
+def tree(path):
+    return {p.relative_to(path): p.read_bytes() for p in path.rglob("*")
+            if p.is_file()}
+
+
+def test_a_lock_link_to_a_user_file_is_refused_and_the_file_kept(
+        rng, tmp_path):
+    victim = tmp_path / "precious.txt"
+    victim.write_text("do not truncate")
+    missing_dir(tmp_path).mkdir(parents=True)
+    (missing_dir(tmp_path) / (MISS_DIR + ".lock")).symlink_to(victim)
+    with pytest.raises(ValueError, match=r"^group_size: .*the compile cache "
+                       r"cannot be used: .*\.lock exists and is not an "
+                       r"mla-fp8 lock file"):
+        call_miss(rng)
+    assert victim.read_text() == "do not truncate"
+
+
+def test_a_lock_fifo_is_refused_at_once(rng, tmp_path):
+    import signal  # pylint: disable=import-outside-toplevel
+    missing_dir(tmp_path).mkdir(parents=True)
+    os.mkfifo(missing_dir(tmp_path) / (MISS_DIR + ".lock"))
+
+    def hung(*_):
+        raise AssertionError("the call blocked on the FIFO")
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(60)
+    try:
+        with pytest.raises(ValueError, match=r"\.lock exists and is not an "
+                           r"mla-fp8 lock file"):
+            call_miss(rng)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("what", ["directory", "file with contents"])
+def test_a_lock_path_of_someone_elses_is_refused(rng, tmp_path, what):
+    missing_dir(tmp_path).mkdir(parents=True)
+    lock = missing_dir(tmp_path) / (MISS_DIR + ".lock")
+    if what == "directory":
+        lock.mkdir()
+    else:
+        lock.write_text("someone's")
+    with pytest.raises(ValueError, match=r"^group_size: .*\.lock exists "
+                       r"and is not an mla-fp8 lock file"):
+        call_miss(rng)
+    assert lock.is_dir() if what == "directory" else \
+        lock.read_text() == "someone's"
+
+
+def test_a_cache_link_to_a_user_bundle_is_refused_and_the_bundle_kept(
+        rng, tmp_path, small_bundle):
+    user = user_bundle(tmp_path, small_bundle)
+    before = tree(user)
+    missing_dir(tmp_path).mkdir(parents=True)
+    (missing_dir(tmp_path) / MISS_DIR).symlink_to(user)
+    with pytest.raises(ValueError, match=r"^group_size: .*" + MISS_DIR +
+                       r" is a symbolic link; the cache never follows "
+                       r"links out of itself"):
+        call_miss(rng)
+    assert tree(user) == before
+
+
+def test_a_cache_link_to_another_directory_is_a_value_error(rng, tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "data").write_text("x")
+    missing_dir(tmp_path).mkdir(parents=True)
+    (missing_dir(tmp_path) / MISS_DIR).symlink_to(other)
+    with pytest.raises(ValueError, match="is a symbolic link"):
+        call_miss(rng)
+    assert tree(other) == {__import__("pathlib").Path("data"): b"x"}
+
+
+def test_a_missing_link_is_not_followed(rng, tmp_path):
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (tmp_path / "cache" / "mla-fp8").mkdir(parents=True)
+    missing_dir(tmp_path).symlink_to(other)
+    with pytest.raises(ValueError, match=r"missing is a symbolic link"):
+        call_miss(rng)
+    assert os.listdir(other) == []
+
+
+def test_a_foreign_directory_in_the_cache_is_not_replaced(rng, tmp_path):
+    """The cache replaces only an mla-fp8 bundle that holds nothing else."""
+    directory = missing_dir(tmp_path) / MISS_DIR
+    directory.mkdir(parents=True)
+    (directory / "manifest.json").write_text("{}")
+    (directory / "work.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"^group_size: .*compiling it "
+                       r"failed: .*not an mla-fp8 bundle"), \
+            pytest.warns(RuntimeWarning, match="compiling the missing"):
+        call_miss(rng)
+    assert (directory / "work.txt").read_text() == "mine"
+    assert (directory / "manifest.json").read_text() == "{}"
+
+
+def test_a_cached_bundle_with_a_user_file_is_not_replaced(
+        rng, tmp_path, small_bundle):
+    directory = missing_dir(tmp_path) / MISS_DIR
+    directory.parent.mkdir(parents=True)
+    user = user_bundle(tmp_path, small_bundle)
+    os.rename(user, directory)
+    with pytest.raises(ValueError, match=r"compiling it failed: .*also "
+                       r"holds 'notes.txt'"), \
+            pytest.warns(RuntimeWarning, match="compiling the missing"):
+        call_miss(rng)
+    assert (directory / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("where", ["XDG_CACHE_HOME", "missing"])
+def test_a_file_where_the_cache_goes_is_a_value_error(rng, tmp_path,
+                                                      monkeypatch, where):
+    if where == "XDG_CACHE_HOME":
+        blocker = tmp_path / "cache-file"
+        blocker.write_text("not a directory")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    else:
+        blocker = missing_dir(tmp_path)
+        blocker.parent.mkdir(parents=True)
+        blocker.write_text("not a directory")
+    with pytest.raises(ValueError, match=r"^group_size: .*the compile cache "
+                       r"cannot be used: .*" + blocker.name):
+        call_miss(rng)
+    assert blocker.read_text() == "not a directory"
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """mount(options) -> a fresh tmpfs; skipped where mounting is refused."""
+    mounted = []
+
+    def mount(options):
+        point = tmp_path / f"mnt{len(mounted)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options,
+                               "tmpfs", str(point)], capture_output=True,
+                              text=True, check=False)
+        if done.returncode != 0:
+            pytest.skip("cannot mount a tmpfs here (needs root): " +
+                        done.stderr.strip())
+        mounted.append(point)
+        return point
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+def test_a_read_only_cache_is_a_value_error(rng, monkeypatch, small_tmpfs):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(small_tmpfs("ro,size=64k")))
+    with pytest.raises(ValueError, match=r"^group_size: .*the compile cache "
+                       r"cannot be used: .*Read-only file system"):
+        call_miss(rng)
+
+
+def test_a_full_cache_is_a_value_error_and_leaves_no_bundle(
+        rng, monkeypatch, small_tmpfs):
+    cache = small_tmpfs("size=64k")
+    with open(cache / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"x" * 4096)
+        except OSError:
+            pass
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    with pytest.raises(ValueError, match=r"^group_size: .*No space left"), \
+            pytest.warns(RuntimeWarning, match="compiling the missing"):
+        call_miss(rng)
+    assert not (cache / "mla-fp8" / "missing" / MISS_DIR).exists() or \
+        os.listdir(cache / "mla-fp8" / "missing" / MISS_DIR) == []

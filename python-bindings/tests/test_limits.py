@@ -46,13 +46,24 @@ def test_huge_m_refused(rng, m):
         call(rows(x, m).transpose(1, 0, 2), w, ws, transpose_bm_in=True)
 
 
-def test_element_count_refused(rng):
-    """B * M * max(N, K, 512) past 2^28 elements, each size within its own
+def test_host_memory_refused(rng):
+    """X, W and Y with their copies past 4 GiB, each size within its own
     bound."""
     x, w, ws = operands(rng)
-    with pytest.raises(ValueError, match=r"^X: B \* max\(M, 1\) \* max\(N, "
-                       r"K, 512\) = 8589934592 elements"):
+    with pytest.raises(ValueError, match=r"^X: B=16, M=1048576, N=512, "
+                       r"K=128 need 146029936640 bytes of host memory"):
         call(rows(x, 2**20), w, ws)
+
+
+def test_host_memory_counts_the_weights():
+    """The weights alone (B * N * K fp8 bytes) can pass the bound: at
+    B = 65535, M = 5 they are 4.3 GB (the element count of the old bound let
+    that through, and the run peaked at 20 GB)."""
+    with pytest.raises(ValueError, match=r"need 7146984960 bytes"):
+        _limits.check_emulator_sizes(65535, 5, 512, 128)
+    _limits.check_emulator_sizes(4096, 5, 512, 128)
+    assert _limits.emulator_host_bytes(65535, 5, 512, 128) == (
+        65535 * 5 * 128 * 4 + 65535 * 512 * 128 + 65535 * 5 * 512 * 16)
 
 
 def test_w_scale_none_refused(rng):

@@ -49,8 +49,8 @@ def make_cpu_torch(with_library):
         setattr(torch, name, dtype)
 
     class Tensor:
-        def __init__(self, array, dtype):
-            self.array, self.dtype = array, dtype
+        def __init__(self, array, dtype, layout="torch.strided"):
+            self.array, self.dtype, self.layout = array, dtype, layout
             self.device = types.SimpleNamespace(type="cpu")
 
         shape = property(lambda self: self.array.shape)
@@ -77,6 +77,7 @@ def make_cpu_torch(with_library):
         pass
 
     torch.Tensor, torch.dtype = Tensor, FakeDtype
+    torch.strided, torch.sparse_coo = "torch.strided", "torch.sparse_coo"
     torch.nn = types.SimpleNamespace(Parameter=Parameter)
     torch.from_numpy = lambda a: Tensor(a, dtypes[a.dtype.name])
     torch.full = lambda shape, value, dtype, device: Tensor(
@@ -182,6 +183,28 @@ def test_import_imports_no_torch():
                            text=True, timeout=120, check=False)
     assert child.returncode == 0, child.stderr
     assert child.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("name", ["X", "WQ", "w_scale", "bias", "YQ"])
+def test_a_sparse_tensor_is_a_type_error_naming_it(torch, rng, name):
+    """A sparse tensor has no strides: refused by name before anything
+    reads it (torch's own error, NotImplementedError from .stride(), named
+    no argument)."""
+    m = 3
+    _, _, _, X, WQ, WS = operands(torch, rng, m)
+    args = dict(X=X, WQ=WQ, w_scale=WS, bias=None, YQ=None)
+    dense = {"bias": tensor(torch, np.zeros((B, 1, N), np.uint16),
+                            "bfloat16"),
+             "YQ": tensor(torch, np.zeros((B, m, N), np.uint16),
+                          "bfloat16")}
+    args.update({k: v for k, v in dense.items() if k == name})
+    value = args[name]
+    args[name] = torch.Tensor(value.array, value.dtype, torch.sparse_coo)
+    with pytest.raises(TypeError, match=f"^{name}: expected a dense tensor "
+                       f"\\(torch.strided layout\\), got layout "
+                       f"torch.sparse_coo"):
+        call(args["X"], args["WQ"], args["w_scale"], bias=args["bias"],
+             YQ=args["YQ"])
 
 
 @pytest.mark.parametrize("transpose_bm", [False, True])

@@ -369,12 +369,14 @@ int main(int argc, char **argv) {
       die(formatv("-{0} must be between 1 and {1}, got {2}", dim->ArgStr,
                   runtime::kEmulatorMaxDim, dim->getValue())
               .str());
-  if (runtime::getEmulatorElements(bOpt, mOpt, nOpt, kOpt) >
-      runtime::kEmulatorMaxElements)
-    die(formatv("-B, -M, -N and -K describe {0} elements, more than the {1} "
-                "(2^28) one emulation holds; emulate a smaller problem",
-                runtime::getEmulatorElements(bOpt, mOpt, nOpt, kOpt),
-                runtime::kEmulatorMaxElements)
+  // A bundle's kernel has N = 512, K = 128 unless -N and -K say otherwise.
+  int64_t hostBytes = runtime::getEmulatorHostBytes(
+      bOpt, mOpt, nOpt ? nOpt : 512, kOpt ? kOpt : 128);
+  if (hostBytes > runtime::kEmulatorMaxHostBytes)
+    die(formatv("-B, -M, -N and -K need {0} bytes of host memory to emulate "
+                "(X, W and Y with their copies), more than the {1} (4 GiB) "
+                "one emulation takes; emulate a smaller problem",
+                hostBytes, runtime::kEmulatorMaxHostBytes)
             .str());
 
   if (sys::fs::is_directory(inputFile))

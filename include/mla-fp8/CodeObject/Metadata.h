@@ -86,9 +86,18 @@ struct CodeObjectMetadata {
   /// ELF symbol table defines, sorted: the only names ever looked up, so the
   /// reader copies no other.
   std::vector<std::string> definedSymbols;
+  /// (name, position in kernels), sorted by name, the first of equal names
+  /// first; built by indexKernels().
+  std::vector<std::pair<std::string, size_t>> kernelIndex;
 
-  /// Returns the kernel named `name`, or null.
+  /// Returns the kernel named `name` (the first, should two share it), or
+  /// null. A lookup in the name index when indexKernels() built one for the
+  /// current kernels (readCodeObjectMetadata does), else a scan.
   const KernelMetadata *findKernel(llvm::StringRef name) const;
+  /// Indexes `kernels` by name, so that each lookup costs O(log n) instead
+  /// of a scan: a bundle loader looks up every manifest entry, and up to
+  /// 4096 kernels a chip made a forged bundle's load quadratic.
+  void indexKernels();
   /// Whether the symbol table defines `name`.
   bool definesSymbol(llvm::StringRef name) const;
 };

@@ -107,6 +107,11 @@ struct ExecStats {
   void merge(const ExecStats &other);
 };
 
+/// Workgroups one dispatch may have (the product of the grid's axes): far
+/// more than any emulation that fits in host memory runs, and small enough
+/// that what the dispatcher keeps per workgroup stays allocatable.
+inline constexpr uint64_t kMaxDispatchWorkgroups = uint64_t(1) << 24;
+
 /// Where and how to launch a kernel.
 struct DispatchConfig {
   /// Grid size in workgroups (HIP's gridDim) and workgroup size in work-items.

@@ -40,6 +40,12 @@ public:
   /// overrun lands in no buffer. Returns the device address.
   uint64_t allocate(llvm::StringRef name, uint64_t size, uint64_t align = 256);
 
+  /// Registers caller-owned storage `host` at a fresh device address, as
+  /// allocate places its buffers (aligned, with a guard gap), with no copy.
+  /// Returns the device address.
+  uint64_t mapNew(llvm::StringRef name, llvm::MutableArrayRef<uint8_t> host,
+                  bool readOnly, uint64_t align = 256);
+
   /// Registers caller-owned storage `host` at device address `base`.
   llvm::Error map(llvm::StringRef name, uint64_t base,
                   llvm::MutableArrayRef<uint8_t> host, bool readOnly = false);

@@ -32,6 +32,12 @@ constexpr float kAmaxFloor = 1e-10f;
 float quantizeWeights(const float *w, int64_t count, FP8Format format,
                       uint8_t *out);
 
+/// quantizeWeights of a part of a tensor whose max|w| over the whole tensor
+/// is `amax` (before the 1e-10 floor): the bits and descale quantizeWeights
+/// gives for the whole tensor, one chunk at a time.
+float quantizeWeightsWithAmax(const float *w, int64_t count, float amax,
+                              FP8Format format, uint8_t *out);
+
 /// Per-batch (per-head) variant: `w` is (batch, perBatchCount) row-major,
 /// each batch element gets its own scale; descales[b] receives its descale.
 void quantizeWeightsPerBatch(const float *w, int64_t batch,

@@ -39,22 +39,32 @@ constexpr int64_t kEmulatorMaxBatch = 65535;
 constexpr int64_t kEmulatorMaxM = int64_t(1) << 20;
 /// N and K: 1 to 65536.
 constexpr int64_t kEmulatorMaxDim = 65536;
-/// B * max(M, 1) * max(N, K, 512): at most 2^28 elements in one emulation.
-/// The operands, the reference's output and the emulator's memory take about
-/// 18 bytes per element (1.2 GB at B = 2048, M = 64, N = 512), so this bounds
-/// one emulation at about 5 GB of host memory (2^32 ran out of 24 GB).
-constexpr int64_t kEmulatorMaxElements = int64_t(1) << 28;
+/// Host memory one emulation allocates, per element of each tensor, counted
+/// from what the emulation paths allocate (bench/emulator-memory.py measures
+/// it against this bound):
+///  - X: its storage (2 bytes; the verification layouts pad rows up to 1.5x),
+///    mapped into the emulator without a copy: 4 bytes an element at most;
+///  - W: its fp8 storage, also mapped: 1 byte an element (B * N * K);
+///  - Y: the output and the emulator's copy of it (2 + 2), the reference's f64
+///    value and overflow flag (8 + 1), a verification's copy of the first run
+///    and its map of Y's view (2 + 1/8): 16 bytes an element at most.
+constexpr int64_t kEmulatorXBytesPerElement = 4;
+constexpr int64_t kEmulatorWBytesPerElement = 1;
+constexpr int64_t kEmulatorYBytesPerElement = 16;
+/// The bound on getEmulatorHostBytes: 4 GiB in one emulation. The process
+/// itself (its code and libraries, about 64 MB resident) comes on top.
+constexpr int64_t kEmulatorMaxHostBytes = int64_t(4) << 30;
 /// Emulator worker threads a caller may ask for (0: one per core).
 constexpr int64_t kEmulatorMaxThreads = 1024;
 
-/// The element count kEmulatorMaxElements bounds, for B, M, N, K within their
-/// own limits (no overflow).
-constexpr int64_t getEmulatorElements(int64_t b, int64_t m, int64_t n,
-                                      int64_t k) {
+/// The host bytes kEmulatorMaxHostBytes bounds, for B, M, N, K within their
+/// own limits (no overflow: at most 2^56).
+constexpr int64_t getEmulatorHostBytes(int64_t b, int64_t m, int64_t n,
+                                       int64_t k) {
   int64_t rows = m > 1 ? m : 1;
-  int64_t cols = n > k ? n : k;
-  cols = cols > 512 ? cols : 512;
-  return b * rows * cols;
+  return b * rows * k * kEmulatorXBytesPerElement +
+         b * n * k * kEmulatorWBytesPerElement +
+         b * rows * n * kEmulatorYBytesPerElement;
 }
 
 } // namespace mlir::mlafp8::runtime
