@@ -14,8 +14,10 @@
 #include "llvm/Bitcode/BitcodeReader.h"
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/Linker/Linker.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"
@@ -269,12 +271,63 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   return bundle;
 }
 
+/// `path` made absolute, with its longest existing prefix resolved through
+/// symbolic links and the rest appended as written (dots removed).
+static std::string resolveExistingPrefix(llvm::StringRef path) {
+  llvm::SmallString<256> absolute(path);
+  llvm::sys::fs::make_absolute(absolute);
+  llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+  llvm::SmallString<256> prefix(absolute), rest;
+  while (!prefix.empty()) {
+    llvm::SmallString<256> real;
+    if (!llvm::sys::fs::real_path(prefix, real)) {
+      if (!rest.empty())
+        llvm::sys::path::append(real, rest);
+      return std::string(real);
+    }
+    // Copies: both name parts of `prefix`'s own storage.
+    std::string name = llvm::sys::path::filename(prefix).str();
+    std::string parent = llvm::sys::path::parent_path(prefix).str();
+    if (parent.empty() || parent == prefix.str() || name.empty())
+      break;
+    llvm::SmallString<256> joined(name);
+    if (!rest.empty())
+      llvm::sys::path::append(joined, rest);
+    rest = joined;
+    prefix = parent;
+  }
+  return std::string(absolute);
+}
+
+llvm::Error mlir::mlafp8::checkCacheOutsideOutput(llvm::StringRef cacheDir,
+                                                  llvm::StringRef outputDir) {
+  std::string cache = resolveExistingPrefix(cacheDir);
+  std::string output = resolveExistingPrefix(outputDir);
+  llvm::StringRef c(cache);
+  if (c == output || (c.starts_with(output) && c.size() > output.size() &&
+                      llvm::sys::path::is_separator(c[output.size()])))
+    return makeError("the cache directory '" + cacheDir +
+                     "' is inside the output bundle '" + outputDir +
+                     "': cache entries would be written into the bundle, "
+                     "which publishing refuses; give a cache directory "
+                     "outside it");
+  return llvm::Error::success();
+}
+
 llvm::Expected<BundleResult>
 mlir::mlafp8::generateBundle(const BundleOptions &options) {
   llvm::Expected<std::vector<KernelGroupSpec>> groups =
       buildKernelSet(options.kernels);
   if (!groups)
     return groups.takeError();
+
+  // The cache must not be the bundle or lie inside it: its entries would
+  // land in the bundle, which publishing then refuses for its extra files,
+  // and so every later run to it.
+  if (!options.cacheDir.empty())
+    if (llvm::Error error =
+            checkCacheOutsideOutput(options.cacheDir, options.outputDir))
+      return std::move(error);
 
   // Before anything is compiled: the output must be replaceable, and the
   // staging directory beside it is created (so an unwritable place fails

@@ -47,7 +47,7 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
         tile.blockM, tile.blockN, tile.waves, tile.mfma, tile.splitK,
         tile.stages, tile.occupancy);
     if (!attr)
-      return makeError("invalid tile for " + spec.getBaseName() + ":\n" +
+      return makeError("invalid tile for " + spec.getBaseName() + ": " +
                        diagnostics);
     tileAttrs.push_back(attr);
   }
@@ -58,7 +58,7 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
   options.chip = spec.kernel.chip;
   populateMLAFP8ToROCDLPipeline(pm, options);
   if (failed(pm.run(module)))
-    return makeError("lowering " + spec.getBaseName() + " failed:\n" +
+    return makeError("lowering " + spec.getBaseName() + " failed: " +
                      diagnostics);
 
   ArrayAttr kernels = bmm.getKernelsAttr();
@@ -84,9 +84,8 @@ mlir::mlafp8::compileKernelGroup(const KernelGroupSpec &spec,
   registerMLAFP8PipelineDependencies(registry);
   MLIRContext context(registry, MLIRContext::Threading::DISABLED);
   std::string diagnostics;
-  llvm::raw_string_ostream diagStream(diagnostics);
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    diagStream << diag.getLocation() << ": " << diag << "\n";
+    appendDiagnostic(diagnostics, diag);
     return success();
   });
 
@@ -106,7 +105,7 @@ mlir::mlafp8::compileKernelGroup(const KernelGroupSpec &spec,
                                  spec.codeObjectVersion);
   if (failed(llvmModule))
     return makeError("translating " + spec.getBaseName() +
-                     " to LLVM IR failed:\n" + diagnostics);
+                     " to LLVM IR failed: " + diagnostics);
   return CompiledGroup{std::move(*llvmModule), std::move(*kernels)};
 }
 

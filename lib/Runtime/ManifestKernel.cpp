@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <tuple>
 
 using namespace mlir::mlafp8;
 using namespace mlir::mlafp8::runtime;
@@ -388,18 +390,53 @@ void runtime::checkKernelMetadata(ManifestReader &r, const std::string &path,
 
 /// Two entries of one chip and projection that a lookup could both pick for
 /// some M. (Entries of two projections of the same shape compute the same
-/// thing, so either may serve a lookup.)
+/// thing, so either may serve a lookup.) Reports the first entry that
+/// overlaps an earlier one of another symbol, and the first such earlier
+/// one, without comparing every pair (4096 entries a chip made that 8
+/// million comparisons): within a group of one description and projection,
+/// entries of one symbol have one range (the symbol spells it), so the ranges
+/// kept, sorted by start, are disjoint until one is not, and only the kept
+/// range that starts last at or before a new range's end can overlap it.
 void runtime::checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
                             const std::vector<KernelEntry> &kernels) {
-  for (size_t i = 0; i < kernels.size(); ++i)
+  using Key = std::tuple<std::string, int64_t, int64_t, int64_t, std::string,
+                         std::string, std::string, int, bool, std::string>;
+  struct Kept {
+    int64_t end;
+    const std::string *symbol;
+  };
+  std::map<Key, std::map<int64_t, Kept>> groups;
+  auto rangeOf = [](const KernelEntry &e) {
+    return std::make_pair(e.minM, e.maxM ? e.maxM : kMaxManifestM);
+  };
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelEntry &a = kernels[i];
+    std::map<int64_t, Kept> &kept =
+        groups[Key(a.chip, a.n, a.k, a.groupSize, a.inType, a.fp8Type,
+                   a.outType, int(a.weightScale), a.hasBias, a.projection)];
+    auto [low, high] = rangeOf(a);
+    auto after = kept.upper_bound(high);
+    bool overlaps = false;
+    if (after != kept.begin()) {
+      auto at = std::prev(after);
+      if (at->second.end >= low) {
+        if (at->first == low && at->second.end == high &&
+            *at->second.symbol == a.symbol)
+          continue; // the same kernel listed again
+        overlaps = true;
+      }
+    }
+    if (!overlaps) {
+      kept.emplace(low, Kept{high, &a.symbol});
+      continue;
+    }
     for (size_t j = 0; j < i; ++j) {
-      const KernelEntry &a = kernels[i], &b = kernels[j];
+      const KernelEntry &b = kernels[j];
       if (static_cast<const kernel_abi::KernelDescription &>(a) != b ||
           a.projection != b.projection || a.symbol == b.symbol)
         continue;
-      int64_t aMax = a.maxM ? a.maxM : kMaxManifestM;
-      int64_t bMax = b.maxM ? b.maxM : kMaxManifestM;
-      if (a.minM <= bMax && b.minM <= aMax) {
+      auto [bLow, bHigh] = rangeOf(b);
+      if (low <= bHigh && bLow <= high) {
         r.fail(ManifestReader::join(ManifestReader::index(kernelsPath, i),
                                     "min_m"),
                llvm::formatv("its M range overlaps that of kernels[{0}] "
@@ -408,4 +445,5 @@ void runtime::checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
         return;
       }
     }
+  }
 }

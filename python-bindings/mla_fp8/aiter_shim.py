@@ -85,6 +85,12 @@ PACKAGES = ("aiter", "aiter.ops", "aiter.ops.triton", "aiter.ops.triton.gemm",
 _HOOK_SOURCE = f"""
 import importlib.machinery
 import sys
+import threading
+
+# The AITER names this thread is asking the other finders about: a finder
+# that, like this one, asks every finder (this one included) is answered
+# None for them, instead of recursing without end.
+_asking = threading.local()
 
 
 class ShimLoader:
@@ -128,12 +134,21 @@ class AiterFinder:
             return importlib.machinery.ModuleSpec(name, ShimLoader)
         if name not in {PACKAGES!r}:
             return None
-        for finder in list(sys.meta_path):
-            find = getattr(finder, "find_spec", None)
-            if finder is not cls and find is not None:
-                spec = find(name, path, target)
-                if spec is not None:
-                    return spec
+        asking = getattr(_asking, "names", None)
+        if asking is None:
+            asking = _asking.names = set()
+        if name in asking:
+            return None
+        asking.add(name)
+        try:
+            for finder in list(sys.meta_path):
+                find = getattr(finder, "find_spec", None)
+                if finder is not cls and find is not None:
+                    spec = find(name, path, target)
+                    if spec is not None:
+                        return spec
+        finally:
+            asking.discard(name)
         return importlib.machinery.ModuleSpec(name, StandInLoader,
                                               is_package=True)
 

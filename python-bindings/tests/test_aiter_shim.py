@@ -237,6 +237,45 @@ def test_pth_at_start_up_with_later_directories(tmp_path, adds):
     assert child.stdout.split() == ["mla_fp8.serving", "42", "True"]
 
 
+@pytest.mark.parametrize("aiter_installed", [False, True])
+def test_pth_finder_with_a_finder_that_asks_every_finder(tmp_path,
+                                                         aiter_installed):
+    """Another finder that, like the shim's, asks every other finder about
+    AITER's packages (the shim's included) once made each import of them
+    recurse until RecursionError. Each finder now gets an answer: AITER's
+    package where one is installed, the stand-ins where none is."""
+    site_dir = tmp_path / "site-packages"
+    site_dir.mkdir()
+    aiter_shim.write_pth(site_dir)
+    later = tmp_path / "later"
+    if aiter_installed:
+        write_aiter(later)
+    code = ("import site, sys\n"
+            f"site.addsitedir({str(site_dir)!r})\n"
+            "class AskEveryone:\n"
+            "    @classmethod\n"
+            "    def find_spec(cls, name, path=None, target=None):\n"
+            "        if not name.startswith('aiter'):\n"
+            "            return None\n"
+            "        for finder in list(sys.meta_path):\n"
+            "            if finder is not cls and hasattr(finder, "
+            "'find_spec'):\n"
+            "                spec = finder.find_spec(name, path, target)\n"
+            "                if spec is not None:\n"
+            "                    return spec\n"
+            "        return None\n"
+            "sys.meta_path.append(AskEveryone)\n"
+            f"sys.path.append({str(later)!r})\n"
+            f"from {NESTED} import {FUNCTION} as f\n"
+            "import aiter\n"
+            "print(f.__module__, getattr(aiter, 'REAL', False))\n")
+    env = dict(os.environ, **{aiter_shim.ENV_VAR: "1"})
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=120, check=False, env=env)
+    assert child.returncode == 0 and not child.stderr, child.stderr
+    assert child.stdout.split() == ["mla_fp8.serving", str(aiter_installed)]
+
+
 def test_pth_in_a_venv(tmp_path):
     """A venv's site.py processes its site-packages twice: the finder is
     added once, and without AITER the stand-ins serve the function; an

@@ -30,6 +30,12 @@
 
 namespace mlir::mlafp8::kernel_abi {
 
+/// The largest N and K a kernel has: what the dialect's verifier accepts,
+/// the generator's options and the loaders take (every dimension of an MLA
+/// model is far below it, and its products stay inside a kernel's i32
+/// element offsets per row and group).
+inline constexpr int64_t kMaxKernelDimension = 65536;
+
 struct KernelNameFields;
 
 /// How the weight descale is given: one f32 or one per batch element.

@@ -66,6 +66,11 @@ struct BundleProgress {
 using BundleStepCallback =
     std::function<void(llvm::StringRef step, unsigned steps, bool cached)>;
 
+/// Refuses a cache directory that is `outputDir` or lies below it (through
+/// symbolic links too): compiling would write cache entries into the bundle.
+llvm::Error checkCacheOutsideOutput(llvm::StringRef cacheDir,
+                                    llvm::StringRef outputDir);
+
 struct BundleOptions {
   KernelSetOptions kernels;
   /// Where the bundle goes, relative to the current directory or absolute:

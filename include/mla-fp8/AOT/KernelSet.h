@@ -16,6 +16,7 @@
 #include "mla-fp8/Target/Serialization.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
@@ -111,6 +112,15 @@ buildKernelSet(const KernelSetOptions &options);
 /// one made unbounded so that every M finds a kernel.
 llvm::Expected<SmallVector<TileConfig>>
 getGroupTiles(const KernelGroupSpec &spec);
+
+/// Checks a group's explicit tiles (KernelGroupSpec::tiles, from --tile)
+/// with the tile attribute's verifier and the op's, as compiling would, but
+/// before anything is compiled; the error is one line.
+llvm::Error verifyExplicitTiles(const KernelGroupSpec &spec);
+
+/// Appends `diag` to `text` as one line's part: its location unless unknown,
+/// then its message, parts separated by "; ".
+void appendDiagnostic(std::string &text, Diagnostic &diag);
 
 /// Builds the module an AOT compilation starts from: one function holding the
 /// group's `mlafp8.prequant_bmm` (dynamic B and M, static N and K).

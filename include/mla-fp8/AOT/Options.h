@@ -22,7 +22,7 @@ namespace mlir::mlafp8 {
 /// The largest number of heads and the largest MLA dimension: heads become a
 /// grid dimension and the dimensions a GEMM's N and K, bounded well inside
 /// what a launch and a kernel can address (and what a loader accepts).
-inline constexpr int64_t kMaxModelDimension = 65536;
+inline constexpr int64_t kMaxModelDimension = kernel_abi::kMaxKernelDimension;
 
 /// Applies the preset and the overrides, parses the names and checks the
 /// result (checkKernelSetOptions); the error is one line naming the option

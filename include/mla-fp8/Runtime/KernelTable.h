@@ -26,8 +26,8 @@ inline constexpr int kSupportedManifestSchemaVersion = 3;
 /// Bounds the loader enforces on every manifest (docs/manifest.md, "What the
 /// loader checks"): beyond them the kernels' index arithmetic or a launch's
 /// allocations would overflow.
-inline constexpr int64_t kMaxManifestN = 65536;
-inline constexpr int64_t kMaxManifestK = 65536;
+inline constexpr int64_t kMaxManifestN = kernel_abi::kMaxKernelDimension;
+inline constexpr int64_t kMaxManifestK = kernel_abi::kMaxKernelDimension;
 inline constexpr int64_t kMaxManifestGroupSize = 65536;
 inline constexpr int64_t kMaxManifestM = (int64_t(1) << 31) - 1;
 inline constexpr int64_t kMaxManifestChips = 16;

@@ -2,6 +2,8 @@
 
 #include "mla-fp8/Dialect/MLAFP8/IR/MLAFP8Ops.h"
 
+#include "mla-fp8/ABI/KernelDescription.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
@@ -110,6 +112,10 @@ static LogicalResult verifyBmm(Operation *op, const BmmOperands &ops) {
            << ops.w;
   if (n < 1 || k < 1)
     return op->emitOpError("w must have N and K of at least 1, got ") << ops.w;
+  if (n > kernel_abi::kMaxKernelDimension ||
+      k > kernel_abi::kMaxKernelDimension)
+    return op->emitOpError("w must have N and K of at most ")
+           << kernel_abi::kMaxKernelDimension << ", got " << ops.w;
 
   bool xTokenMajor = ops.xLayout == BatchLayout::MB;
   int64_t batch = ops.w.getDimSize(0);
