@@ -251,3 +251,40 @@ def test_bad_tiles_are_refused_before_writing(tmp_path):
             mla_fp8.generate_bundle(out, chips=["gfx942"], tp=[8], max_m=16,
                                     in_type="bf16", tiles=tiles)
         assert not out.exists()
+
+
+def test_a_cache_inside_the_output_is_refused_before_compiling(tmp_path):
+    """Cache entries inside -o made the bundle unpublishable, and every
+    later run to it fail until --force."""
+    out = tmp_path / "bundle"
+    for cache in (out, out / "cache", out / "a" / ".." / "cache"):
+        with pytest.raises(ValueError, match="the cache directory .* is "
+                           "inside the output bundle"):
+            mla_fp8.generate_bundle(out, cache_dir=cache, **SMALL)
+        assert not out.exists()
+    mla_fp8.generate_bundle(out, cache_dir=tmp_path / "cache", **SMALL)
+    assert sorted(os.listdir(out)) == ["gfx942.hsaco", "manifest.json",
+                                       "manifest.sha256",
+                                       "mla_fp8_kernels.h"]
+
+
+def test_a_killed_generator_leaves_nothing_in_tmpdir(tmp_path):
+    """Intermediate files never go to $TMPDIR, so a SIGKILL at any point
+    leaves none there (they were the linker's .o and .hsaco)."""
+    import signal  # pylint: disable=import-outside-toplevel
+    import time  # pylint: disable=import-outside-toplevel
+    build = os.environ.get("MLAFP8_BUILD_DIR")
+    if not build:
+        pytest.skip("MLAFP8_BUILD_DIR is not set (./build.sh check sets it)")
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    for delay in (0.05, 0.2, 0.4, 0.8):
+        child = subprocess.Popen(
+            [os.path.join(build, "bin", "mla-fp8-aot"), "--no-cache",
+             "--quiet", "--jobs=1", "-o", str(tmp_path / "out")],
+            env=dict(os.environ, TMPDIR=str(tmpdir)),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        assert os.listdir(tmpdir) == [], delay

@@ -147,3 +147,96 @@ def test_out_of_range_ints_name_the_argument(rng, session_bundle):
              "^group_size: ")):
         with pytest.raises(ValueError, match=pattern):
             fn()
+
+
+def big_endian(array):
+    """The same values stored in the other byte order."""
+    return array.astype(array.dtype.newbyteorder(">"))
+
+
+@pytest.mark.parametrize("name", ["X", "X f16", "bias", "YQ"])
+def test_big_endian_bits_refused(rng, name):
+    """Raw bits in the other byte order would be read as other numbers: a
+    '>f2' X once gave 5,120 NaN outputs and no error."""
+    m = 2
+    x, w, ws = operands(rng, m)
+    args = dict(X=x, WQ=w, w_scale=ws, bias=None, YQ=None)
+    if name == "X f16":
+        args["X"] = big_endian(mla_fp8.to_f16_bits(
+            rng.standard_normal((B, m, K))).view(np.float16))
+        name = "X"
+    elif name == "bias":
+        args["bias"] = big_endian(np.zeros((B, N), np.uint16))
+    else:
+        args[name] = big_endian(np.zeros((B, m, N), np.uint16) if name == "YQ"
+                                else args[name])
+    with pytest.raises(TypeError, match=f"^{name}: dtype >[uf]2 is "
+                       f"big-endian; the kernels read little-endian bits"):
+        call(args["X"], args["WQ"], args["w_scale"], bias=args["bias"],
+             YQ=args["YQ"])
+
+
+def test_big_endian_bits_refused_by_the_other_entry_points(rng):
+    x, w, ws = operands(rng)
+    bundle = mla_fp8.load_bundle(serving.get_bundle().directory)
+    kernel = bundle.find_kernel("gfx942", N, K, 2)
+    with pytest.raises(TypeError, match="^x: dtype >u2 is big-endian"):
+        mla_fp8.run_kernel_emulated(bundle, kernel, big_endian(x), w, ws,
+                                    np.zeros((B, 2, N), np.uint16))
+    with pytest.raises(TypeError, match="^x_bits: dtype >u2 is big-endian"):
+        mla_fp8.reference_prequant_bmm(big_endian(x), w, ws,
+                                       fp8_format="f8E4M3FNUZ")
+    with pytest.raises(TypeError, match="^bits: dtype >u2 is big-endian"):
+        mla_fp8.from_bf16_bits(big_endian(x))
+
+
+def test_big_endian_scales_are_values(rng):
+    """w_scale is read by value (converted to float32 as numpy converts),
+    not as raw bits: a '>f4' w_scale gives the same Y as a native one."""
+    x, w, ws = operands(rng)
+    scales = np.asarray(ws, np.float32).reshape(1)
+    native = call(x, w, scales)
+    other = call(x, w, big_endian(scales))
+    assert np.array_equal(native, other)
+
+
+def peak_rss(argv):
+    """Peak resident bytes of `argv`, run by a child of its own so that
+    RUSAGE_CHILDREN is that run's alone."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+    probe = ("import resource, subprocess, sys\n"
+             "done = subprocess.run(sys.argv[1:], capture_output=True)\n"
+             "print(done.returncode, resource.getrusage("
+             "resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+    code, kib = subprocess.run([sys.executable, "-c", probe, *argv],
+                               capture_output=True, text=True, check=True,
+                               timeout=300).stdout.split()
+    assert code == "0", argv
+    return int(kib) * 1024
+
+
+@pytest.mark.parametrize("b,m,timing", [(1024, 5, True), (16, 96, False)],
+                         ids=["weights", "outputs"])
+def test_emulator_host_memory_within_its_bound(session_bundle, b, m, timing):
+    """What an emulation allocates stays within the bound the checks use
+    (Limits.h): W mapped, not copied, and drawn without an f32 copy; Y with
+    its copies and the reference. (The process itself, measured at B = 1,
+    comes on top.) It used to take 6 bytes per weight where the bound
+    counts 1."""
+    import os  # pylint: disable=import-outside-toplevel
+    build = os.environ.get("MLAFP8_BUILD_DIR")
+    if not build:
+        pytest.skip("MLAFP8_BUILD_DIR is not set (./build.sh check sets it)")
+    tool = os.path.join(build, "bin", "mla-fp8-emu")
+    base = [tool, str(session_bundle), "--chip=gfx942", "-N", str(N), "-K",
+            str(K)]
+    process = peak_rss(base + ["-B", "1", "-M", "1"])
+    peak = peak_rss(base + ["-B", str(b), "-M", str(m)] +
+                    (["--timing"] if timing else []))
+    used = peak - process
+    assert used <= _limits.emulator_host_bytes(b, m, N, K), (used, b, m)
+    if timing:
+        # The weights are resident once (B * N * K bytes), not six times.
+        assert used >= b * N * K * 0.9
+        assert used <= b * N * K * 1.6

@@ -396,3 +396,35 @@ def test_lookups_match_the_native_ones(session_bundle):
                 (chip, n, k, m)
             found += mine is not None
     assert found > 0
+
+
+def test_metadata_lookups_are_by_index():
+    """A loader looks up every manifest entry in the code object's
+    metadata; with 4096 entries a scan per lookup made a forged bundle cost
+    a minute. Lookups go through a name index: about one comparison each
+    (the first of equal names wins, as the scan's did)."""
+    from mla_fp8 import _codeobject  # pylint: disable=import-outside-toplevel
+    compared = [0]
+
+    class Name(str):
+        __hash__ = str.__hash__
+
+        def __eq__(self, other):
+            compared[0] += 1
+            return str.__eq__(self, other)
+
+    metadata = _codeobject.CodeObjectMetadata()
+    count = 4096
+    for i in range(count):
+        kernel = _codeobject.KernelMetadata()
+        kernel.name = Name(f"mla_fp8_kernel_with_a_long_common_prefix_{i}")
+        metadata.kernels.append(kernel)
+    duplicate = _codeobject.KernelMetadata()
+    duplicate.name = Name(metadata.kernels[7].name)
+    metadata.kernels.append(duplicate)
+    metadata.index_kernels()
+    compared[0] = 0
+    for kernel in metadata.kernels[:count]:
+        assert metadata.find_kernel(str(kernel.name)) is kernel
+    assert compared[0] <= 2 * count
+    assert metadata.find_kernel("absent") is None

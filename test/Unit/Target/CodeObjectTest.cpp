@@ -240,3 +240,37 @@ TEST(CodeObjectTest, DeepOrOversizedNotesAreErrors) {
       errorOf(parseAMDGPUMetadataNote(StringRef("\x81\x80\x01", 3), result)),
       "the AMDGPU metadata note has a map key that is not a scalar");
 }
+
+// Lookups by name go through the index readCodeObjectMetadata builds (a scan
+// per manifest entry made a forged bundle's load quadratic): the first of
+// equal names wins, as the scan's did, and kernels changed after indexing are
+// still found.
+TEST(CodeObjectTest, KernelLookupByNameIndex) {
+  CodeObjectMetadata metadata;
+  for (const char *name : {"b", "a", "c", "a"}) {
+    KernelMetadata &kernel = metadata.kernels.emplace_back();
+    kernel.name = name;
+    kernel.symbol = std::string(name) + ".kd";
+  }
+  metadata.kernels[3].kernargSegmentSize = 99;
+  metadata.indexKernels();
+  ASSERT_EQ(metadata.kernelIndex.size(), 4u);
+  for (const char *name : {"a", "b", "c"}) {
+    const KernelMetadata *found = metadata.findKernel(name);
+    ASSERT_NE(found, nullptr) << name;
+    EXPECT_EQ(found->name, name);
+  }
+  EXPECT_EQ(metadata.findKernel("a"), &metadata.kernels[1]);
+  EXPECT_EQ(metadata.findKernel("zz"), nullptr);
+  EXPECT_EQ(metadata.findKernel(""), nullptr);
+  metadata.kernels.emplace_back().name = "d";
+  ASSERT_NE(metadata.findKernel("d"), nullptr);
+  EXPECT_EQ(metadata.findKernel("d"), &metadata.kernels[4]);
+
+  // A real code object comes indexed.
+  auto read = readCodeObjectMetadata(getCodeObject());
+  ASSERT_TRUE(bool(read)) << errorOf(read.takeError());
+  EXPECT_EQ(read->kernelIndex.size(), read->kernels.size());
+  for (const KernelMetadata &kernel : read->kernels)
+    EXPECT_EQ(read->findKernel(kernel.name), &kernel);
+}
