@@ -21,7 +21,11 @@ on it:
   with ten-digit M ranges (min_m = max_m = 2^31 - N ... 2^31 - 1, so the
   ranges are disjoint), all of one length and one description, so that
   name comparisons and the overlap check do their full work;
-* the metadata lists the kernels in the reverse of the manifest's order;
+* the metadata lists the kernels in the reverse of the manifest's order,
+  after as many kernels the manifest does not list (names of the same
+  length and prefix) as fill the note to about 98 % of its 8 MiB limit, so
+  that a loader scanning the metadata per manifest entry would compare
+  about 7,500 names for each (--no-padding leaves them out);
 * the manifest is written as mla-fp8-aot writes it (indented) when that fits
   in 16 MiB, else compact, else without the `meaning` prose (never read);
 * code-object sizes, SHA-256 digests and manifest.sha256 are all valid.
@@ -308,8 +312,23 @@ class AssemblyTemplate:
         if "@SYM@.kd" not in self.meta_kernel or \
                 len(re.findall(r"^  - \.", self.meta_kernel, re.M)) != 1:
             fail("the template's metadata is not one kernel entry")
+        # The smallest entry of the same kernel: its scalar fields only (no
+        # argument list), for the kernels the manifest does not list.
+        kept, nested = [], False
+        for line in self.meta_kernel.split("\n"):
+            top = line.startswith("  - .") or (line.startswith("    .") and
+                                               not line.startswith("     "))
+            if top:
+                nested = line.rstrip().endswith(":")
+                if not nested:
+                    kept.append(line)
+            elif not nested and line.strip():
+                kept.append(line)
+        if not kept[0].startswith("  - "):
+            kept[0] = "  - " + kept[0].lstrip()
+        self.meta_minimal = "\n".join(kept) + "\n"
 
-    def write(self, path, names, metadata_order):
+    def write(self, path, names, metadata_order, padding=()):
         with open(path, "w") as f:
             f.write(self.header)
             for i, name in enumerate(names):
@@ -318,6 +337,8 @@ class AssemblyTemplate:
             f.write(self.trailer)
             f.write("\t.amdgpu_metadata\n")
             f.write(self.meta_head)
+            for name in padding:
+                f.write(self.meta_minimal.replace("@SYM@", name))
             for name in metadata_order:
                 f.write(self.meta_kernel.replace("@SYM@", name))
             f.write(self.meta_tail)
@@ -371,13 +392,49 @@ def forged_entries(chip, template, count):
     return entries
 
 
-def assemble(tools, work, chip, template, names):
-    """Writes the assembly of one kernel per name (the metadata in the
-    reverse order) and starts llvm-mc-22 on it; returns (the running
-    process, the assembly's path, the object's path)."""
+def metadata_entry_bytes(tools, work, chip, template, names):
+    """The bytes one more metadata entry adds to the note, (a full entry,
+    a minimal one): from the notes of tiny objects (llvm-mc-22) with one
+    kernel and one, three, or one and two minimal metadata entries, all
+    named as long as `names`."""
+    sizes = []
+    for listed, padding in ((1, 0), (3, 0), (1, 2)):
+        source = os.path.join(work, f"probe-{chip}-{listed}-{padding}.s")
+        obj = source[:-2] + ".o"
+        template.write(source, names[:1], names[:listed],
+                       names[listed:listed + padding])
+        run([tools["llvm-mc-22"], "-triple=amdgcn-amd-amdhsa",
+             f"-mcpu={chip}", "-filetype=obj", "-o", obj, source])
+        sizes.append(metadata_note_bytes(obj))
+        os.unlink(source)
+        os.unlink(obj)
+    if None in sizes:
+        fail("cannot read the probe objects' metadata notes")
+    return (sizes[1] - sizes[0]) / 2, (sizes[2] - sizes[0]) / 2
+
+
+def padding_names(chip, count, entry_bytes, note_limit):
+    """Names of kernels the metadata lists (with their scalar fields only)
+    and the manifest does not, as many as fill the note to about 98 % of
+    its limit: of the manifest's symbols' length and prefix (other M
+    values), so that a loader that scanned the metadata per entry would
+    compare each in full."""
+    full, minimal = entry_bytes
+    room = int((note_limit * 0.98 - count * full) / minimal)
+    first = MAX_M - count  # the manifest's Ms are above
+    return [kernel_symbol(chip, MAX_NK, MAX_NK, MAX_GROUP_SIZE, "f16", "f16",
+                          True, True, first - i, first - i)
+            for i in range(max(room, 0))]
+
+
+def assemble(tools, work, chip, template, names, padding=()):
+    """Writes the assembly of one kernel per name (the metadata: the
+    padding first, then the names in the reverse order) and starts
+    llvm-mc-22 on it; returns (the running process, the assembly's path,
+    the object's path)."""
     source = os.path.join(work, f"forged-{chip}.s")
     obj = os.path.join(work, f"forged-{chip}.o")
-    template.write(source, names, list(reversed(names)))
+    template.write(source, names, list(reversed(names)), padding)
     process = subprocess.Popen(
         [tools["llvm-mc-22"], "-triple=amdgcn-amd-amdhsa",
          f"-mcpu={chip}", "-filetype=obj", "-o", obj, source],
@@ -444,7 +501,7 @@ def manifest_text(manifest):
                   "left no room for it)")
 
 
-def forge(tools, work, real, chips, count):
+def forge(tools, work, real, chips, count, pad=True):
     """Builds the forged bundle in <work>/forged; returns its directory and
     facts about it."""
     directory = os.path.join(work, "forged")
@@ -464,8 +521,13 @@ def forge(tools, work, real, chips, count):
             template = AssemblyTemplate(text, symbol)
             entries = forged_entries(chip, template_entry, count)
             names = [e["symbol"] for e in entries]
+            padding = padding_names(
+                chip, count,
+                metadata_entry_bytes(tools, work, chip, template, names),
+                MAX_METADATA_NOTE_BYTES) if pad else []
             # The chips assemble in parallel.
-            processes.append(assemble(tools, work, chip, template, names))
+            processes.append(assemble(tools, work, chip, template, names,
+                                      padding))
             chip_entries.append((chip, chip_info, entries))
         return finish_forged(tools, directory, real, chip_entries,
                              processes, count)
@@ -643,6 +705,10 @@ def main():
     parser.add_argument("--chips", default="gfx942,gfx950",
                         help="chips of the forged bundle (default both the "
                         "loaders know, %(default)s)")
+    parser.add_argument("--no-padding", action="store_true",
+                        help="list only the manifest's kernels in the "
+                        "metadata (by default unlisted entries fill the "
+                        "note to its limit)")
     parser.add_argument("--runs", type=int, default=5,
                         help="timed loads per loader and bundle (median; "
                         "fewer when a loader is slow; default %(default)s)")
@@ -687,7 +753,8 @@ def main():
         start = time.perf_counter()
         real_dir = os.path.join(work, "real")
         real = generate_real(tools, real_dir, "gfx942")
-        forged_dir, facts = forge(tools, work, real, chips, args.kernels)
+        forged_dir, facts = forge(tools, work, real, chips, args.kernels,
+                                  pad=not args.no_padding)
         forge_s = time.perf_counter() - start
         note(f"forged {len(chips)} chip(s) x {args.kernels} kernels in "
              f"{forge_s:.1f} s: manifest {facts['manifest_bytes']} bytes "

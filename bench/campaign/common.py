@@ -22,10 +22,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CLASSES = ("dataloss", "wrong", "crash", "leak", "refused", "ok")
 COLUMNS = ("inputs", "crash", "wrong", "dataloss", "leak", "refused", "ok")
-CAMPAIGNS = ("ir", "cli", "kill", "cache", "manifest", "codeobj", "pyargs")
-# Counts at --scale 1 (about 7,000 in all).
+CAMPAIGNS = ("ir", "cli", "kill", "cache", "manifest", "codeobj", "pyargs",
+             "miss", "tmpdir", "byteorder", "emubounds", "forged", "finder")
+# Counts at --scale 1 (about 7,600 in all).
 BASE_COUNTS = {"ir": 5000, "cli": 300, "kill": 200, "cache": 60,
-               "manifest": 900, "codeobj": 300, "pyargs": 300}
+               "manifest": 900, "codeobj": 300, "pyargs": 300,
+               "miss": 120, "tmpdir": 80, "byteorder": 150,
+               "emubounds": 120, "forged": 5, "finder": 100}
 
 # Address-space limit of every process the campaigns start, so that an
 # allocation driven by a bad size fails instead of taking the machine down.

@@ -17,7 +17,8 @@ Every input is classified as one of (first match wins):
   ok          the run succeeded and its result is the trusted one
 
 Usage: bench/campaign/run.py [options] {ir,cli,kill,cache,manifest,codeobj,
-pyargs,all}.  See README.md beside this file.
+pyargs,miss,tmpdir,byteorder,emubounds,forged,finder,all}.  See README.md
+beside this file.
 """
 
 import argparse
@@ -35,11 +36,16 @@ from ir_campaign import campaign_ir
 import publishing
 from publishing import campaign_cache, campaign_kill
 from pyargs import campaign_pyargs
+from round2 import (campaign_byteorder, campaign_emubounds, campaign_finder,
+                    campaign_forged, campaign_miss, campaign_tmpdir)
 
 
 RUNNERS = {"ir": campaign_ir, "cli": campaign_cli, "kill": campaign_kill,
            "cache": campaign_cache, "manifest": campaign_manifest,
-           "codeobj": campaign_codeobj, "pyargs": campaign_pyargs}
+           "codeobj": campaign_codeobj, "pyargs": campaign_pyargs,
+           "miss": campaign_miss, "tmpdir": campaign_tmpdir,
+           "byteorder": campaign_byteorder, "emubounds": campaign_emubounds,
+           "forged": campaign_forged, "finder": campaign_finder}
 HEADER = ("campaign", "inputs", "crashes", "silent wrong", "data loss",
           "leaked staging", "clean refusals", "ok", "seconds")
 
