@@ -916,10 +916,22 @@ def host_bytes(b, m, n, k):
     return b * rows * k * 4 + b * n * k + b * rows * n * 16
 
 
+def as_flag_int(value):
+    """The integer the tool's flag parser reads from `value` (LLVM's
+    cl::opt takes 0x.. as well), or None."""
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value, 0)
+    except ValueError:
+        return None
+
+
 def emu_expected(b, m, n, k):
     """None when the flags are within the documented limits, else why
     not."""
-    if not isinstance(b, int) or not isinstance(m, int):
+    b, m = as_flag_int(b), as_flag_int(m)
+    if b is None or m is None:
         return "not an integer"
     if not 1 <= b <= EMU_MAX_B:
         return "B out of range"
@@ -931,6 +943,7 @@ def emu_expected(b, m, n, k):
 
 
 def emu_cheap(b, m, n, k, mode):
+    b, m = as_flag_int(b), as_flag_int(m)
     rows = max(m, 1)
     if mode in ("plain", "full"):
         return b * rows * n * k <= PLAIN_WORK
@@ -977,12 +990,30 @@ def emu_bundle_case(rng):
             "K": 128}
 
 
+# Grids whose workgroup count, x * y * z, is 2^64 + c: c in 64 bits (0,
+# 2^16, 2^24), each axis below 2^32 (2^48 + 1 = 97 * 257 * 673 * 394783681,
+# 2^40 + 1 = 257 * 4278255361).
+WRAPPING_GRIDS = ([16777216, 16777216, 65536], [2**31, 2**31, 4],
+                  [394783681, 65281, 16842752], [4278255361, 65792, 65536])
+
+
 def emu_grid_case(rng):
     def axis():
         return rng.choice([1, 1, 2, rng.randint(1, 64), rng.randint(1, 4096),
                            2048, 4096, 8192, 65535, 65536, 65537, 2**20,
                            2**24, 2**31, 2**32 - 1, 2**32, 0])
-    grid = [axis() for _ in range(rng.choice([1, 2, 3, 3]))]
+    r = rng.random()
+    if r < 0.15:
+        grid = list(rng.choice(WRAPPING_GRIDS))
+    elif r < 0.4:
+        # Just below, at and above the emulator's 2^24 workgroups.
+        total = rng.choice([2**20, 2**22, 2**23, 3 * 2**22, 2**24 - 1, 2**24,
+                            2**24 + 1])
+        x = rng.choice([1, 16, 256, 4096])
+        grid = [total // x, x, 1] if total % x == 0 else [total, 1, 1]
+        rng.shuffle(grid)
+    else:
+        grid = [axis() for _ in range(rng.choice([1, 2, 3, 3]))]
     return {"mode": rng.choice(["plain", "timing"]), "grid": grid,
             "kernel": rng.randrange(4)}
 
@@ -1011,7 +1042,9 @@ def campaign_emubounds(ctx):
             total = math.prod(case["grid"])
             if min(case["grid"]) < 1 or max(case["grid"]) > 2**32 - 1 or \
                     total > EMU_MAX_GRID:
-                expected = "grid beyond the limits"
+                expected = f"grid beyond the limits: {total} workgroups"
+                if total >= 2**64:
+                    expected += f", {total % 2**64} in 64 bits"
             what = f"grid {'x'.join(str(g) for g in case['grid'])}"
         else:
             cmd = [emu, str(base), f"-B={case['B']}", f"-M={case['M']}",

@@ -13,6 +13,7 @@
 //    bits, the partial sum is floored at 31 bits and the accumulator at 24 bits
 //    (dropped when 25+ binades below); one RNE to f32 per chunk. bf16/f16 use
 //    one group and keep the accumulator.
+//  - int8 forms (v_mfma_i32_*_i8): exact, two's complement int32 sums.
 //  - gfx950 (CDNA4): no public bit-accurate model exists. AMD's CDNA4 ISA
 //    guide states only f32 accumulation with RNE forced and narrow denormals
 //    kept (ISA-NOTES §4); LLVM's AMDGPU docs and MC tests cover encodings,
@@ -300,8 +301,63 @@ Error mfma(Ctx &c, const Inst &I) {
   return Error::success();
 }
 
+/// Integer MFMA: D = C + A * B with int8 operands and int32 accumulators,
+/// exact products summed in two's complement (wrapping, no saturation:
+/// the clamp bit is not set by compilers and is refused). Operand (row r, k)
+/// sits in lane r + M * floor(k / P), byte k mod P, with P = M*K/64 bytes a
+/// lane (8 for gfx942's 16x16x32 and 32x32x16, 16 for gfx950's 16x16x64 and
+/// 32x32x32); the accumulators as the f32 forms'.
+template <unsigned M, unsigned K> Error mfmaI8(Ctx &c, const Inst &I) {
+  if (I.cbsz || I.abid || I.blgp)
+    return c.fail(I, "MFMA broadcast controls (cbsz/abid/blgp) are not "
+                     "modelled");
+  if (I.clamp)
+    return c.fail(I, "integer MFMA with clamp (saturation) is not modelled");
+  constexpr unsigned kPerLane = M * K / 64;
+  auto fetch = [&](const Operand &op, unsigned r, unsigned k) -> int32_t {
+    unsigned lane = r + M * (k / kPerLane), byte = k % kPerLane;
+    uint32_t word = c.readRaw32(op, lane, byte / 4);
+    return int32_t(int8_t(uint8_t(word >> (8 * (byte % 4)))));
+  };
+  static thread_local std::vector<int32_t> A, B;
+  A.resize(M * K);
+  B.resize(M * K);
+  for (unsigned r = 0; r < M; ++r)
+    for (unsigned k = 0; k < K; ++k) {
+      A[r * K + k] = fetch(I.src(0), r, k);
+      B[r * K + k] = fetch(I.src(1), r, k);
+    }
+  const Operand &cop = I.src(2);
+  uint32_t out[M * M];
+  for (unsigned i = 0; i < M; ++i)
+    for (unsigned j = 0; j < M; ++j) {
+      unsigned reg, lane;
+      if (M == 16) {
+        reg = i % 4;
+        lane = j + 16 * (i / 4);
+      } else {
+        reg = 4 * (i / 8) + i % 4;
+        lane = j + 32 * ((i % 8) / 4);
+      }
+      uint32_t acc = cop.kind == OpKind::Imm ? immBits32(cop)
+                                             : c.readRaw32(cop, lane, reg);
+      for (unsigned k = 0; k < K; ++k)
+        acc += uint32_t(A[i * K + k] * B[j * K + k]);
+      out[reg * 64 + lane] = acc;
+    }
+  const Operand &d = I.ops[0];
+  for (unsigned reg = 0; reg < M * M / 64; ++reg)
+    for (unsigned lane = 0; lane < 64; ++lane)
+      c.vreg(d, lane, reg) = out[reg * 64 + lane];
+  return Error::success();
+}
+
 using EK = ElemKind;
 const InstDef kMfmaRows[] = {
+    {"v_mfma_i32_16x16x32_i8", Operands::Def, InstClass::MFMA, mfmaI8<16, 32>},
+    {"v_mfma_i32_32x32x16_i8", Operands::Def, InstClass::MFMA, mfmaI8<32, 16>},
+    {"v_mfma_i32_16x16x64_i8", Operands::Def, InstClass::MFMA, mfmaI8<16, 64>},
+    {"v_mfma_i32_32x32x32_i8", Operands::Def, InstClass::MFMA, mfmaI8<32, 32>},
     {"v_mfma_f32_16x16x32_fp8_fp8", Operands::Def, InstClass::MFMA,
      mfma<16, 32, EK::FP8, EK::FP8, false>},
     {"v_mfma_f32_16x16x32_fp8_bf8", Operands::Def, InstClass::MFMA,

@@ -277,3 +277,82 @@ TEST(Mfma, Gfx950ModelAgainstCdna3Datapath) {
 }
 
 } // namespace
+
+namespace {
+
+/// Places int8 `v` at (row r, k) of an integer-MFMA operand at VGPR `base`
+/// (ISA-NOTES §4's rule for P bytes a lane: lane r + M*floor(k/P), byte
+/// k mod P), written out here independently of the emulator.
+void putI8(WaveState &w, unsigned base, unsigned m, unsigned bytesPerLane,
+           unsigned r, unsigned k, int8_t v) {
+  unsigned lane = r + m * (k / bytesPerLane), t = k % bytesPerLane;
+  uint32_t &d = w.v(base + t / 4, lane);
+  d = (d & ~(0xffu << (8 * (t % 4)))) | (uint32_t(uint8_t(v)) << (8 * (t % 4)));
+}
+
+/// D = C + A*B over int8 with int32 results: every product and sum exact,
+/// with full-range operands (-128 and 127 included) and a C near INT32_MAX
+/// that the sum wraps past, as two's complement does.
+void checkI8(llvm::StringRef chip, llvm::StringRef mnemonic, unsigned m,
+             unsigned kk) {
+  unsigned bytesPerLane = m * kk / 64, regs = bytesPerLane / 4;
+  std::mt19937 rng(m * 1000 + kk);
+  std::vector<int8_t> a(m * kk), b(m * kk);
+  for (auto *v : {&a, &b})
+    for (int8_t &x : *v)
+      x = int8_t(int(rng() % 256) - 128);
+  a[0] = -128;
+  b[0] = -128;
+  a[1] = 127;
+  b[1] = 127;
+  std::string text = (mnemonic + " v[32:" + std::to_string(32 + m * m / 64 - 1) +
+                      "], v[0:" + std::to_string(regs - 1) + "], v[8:" +
+                      std::to_string(8 + regs - 1) + "], v[64:" +
+                      std::to_string(64 + m * m / 64 - 1) +
+                      "]\ns_nop 7\n s_nop 7\n s_nop 7\n")
+                         .str();
+  auto r = runAsm(
+      text,
+      [&](WaveState &w) {
+        for (unsigned i = 0; i < m; ++i)
+          for (unsigned k = 0; k < kk; ++k) {
+            putI8(w, 0, m, bytesPerLane, i, k, a[i * kk + k]);
+            putI8(w, 8, m, bytesPerLane, i, k, b[i * kk + k]);
+          }
+        for (unsigned l = 0; l < 64; ++l)
+          for (unsigned q = 0; q < 16; ++q)
+            w.v(64 + q, l) = 0x7ffffff0u + q;
+      },
+      nullptr, chip);
+  ASSERT_TRUE(bool(r)) << llvm::toString(r.takeError());
+  const WaveState &w = r->waves[0];
+  bool wrapped = false;
+  for (unsigned i = 0; i < m; ++i)
+    for (unsigned j = 0; j < m; ++j) {
+      int64_t s = 0;
+      for (unsigned k = 0; k < kk; ++k)
+        s += int64_t(a[i * kk + k]) * b[j * kk + k];
+      unsigned reg = m == 16 ? i % 4 : 4 * (i / 8) + i % 4;
+      int64_t c = 0x7ffffff0 + reg;
+      int64_t exact = c + s;
+      wrapped |= exact > INT32_MAX;
+      ASSERT_EQ(getD(w, 32, m, i, j), uint32_t(uint64_t(exact)))
+          << mnemonic.str() << " i=" << i << " j=" << j;
+    }
+  EXPECT_TRUE(wrapped) << "the test should wrap some sums";
+}
+
+TEST(Mfma, I8_16x16x32_Gfx942) {
+  checkI8("gfx942", "v_mfma_i32_16x16x32_i8", 16, 32);
+}
+TEST(Mfma, I8_32x32x16_Gfx942) {
+  checkI8("gfx942", "v_mfma_i32_32x32x16_i8", 32, 16);
+}
+TEST(Mfma, I8_16x16x64_Gfx950) {
+  checkI8("gfx950", "v_mfma_i32_16x16x64_i8", 16, 64);
+}
+TEST(Mfma, I8_32x32x32_Gfx950) {
+  checkI8("gfx950", "v_mfma_i32_32x32x32_i8", 32, 32);
+}
+
+} // namespace
