@@ -991,10 +991,10 @@ def emu_bundle_case(rng):
 
 
 # Grids whose workgroup count, x * y * z, is 2^64 + c: c in 64 bits (0,
-# 2^16, 2^24), each axis below 2^32 (2^48 + 1 = 97 * 257 * 673 * 394783681,
+# 2^16, 2^24), each axis below 2^32 (2^48 + 1 = 65537 * 4294901761,
 # 2^40 + 1 = 257 * 4278255361).
 WRAPPING_GRIDS = ([16777216, 16777216, 65536], [2**31, 2**31, 4],
-                  [394783681, 65281, 16842752], [4278255361, 65792, 65536])
+                  [4294901761, 65537, 65536], [4278255361, 65792, 65536])
 
 
 def emu_grid_case(rng):
@@ -1115,8 +1115,9 @@ def load_child(spec):
     try:
         from mla_fp8 import _mla_fp8  # pylint: disable=C0415
         native = getattr(_mla_fp8, "Bundle", None)
-    except ImportError:
+    except ImportError as error:
         native = None
+        out["native_not_timed"] = str(error)[:200]
     if native is not None:
         start = time.perf_counter()
         try:
@@ -1187,6 +1188,9 @@ def run_forged_case(ctx, camp, forger, tools, real, i, chips, count, cdir):
                          f"{result['exc']}: {result['msg'][:200]}"))
     else:
         for loader, r in result["ok"].items():
+            if not isinstance(r, dict):
+                times[loader] = r
+                continue
             times[loader] = round(r["s"], 3)
             if r["s"] > bound:
                 outcomes.append(("crash", f"{what}: load too slow: {loader} "
@@ -1470,7 +1474,7 @@ def campaign_finder(ctx):
                 setup += ", another import first"
             if case["threads"]:
                 setup += ", 2 threads"
-            camp.record(i, cls, f"{setup}: {detail}" if cls != "ok" else "",
+            camp.record(i, cls, f"{detail} [{setup}]" if cls != "ok" else "",
                         cmd=repro(["MLA_FP8_REPLACE_AITER", "PYTHONPATH"],
                                   env, "finder_child", cdir),
                         files={"spec.json": json.dumps(case, indent=1),

@@ -4,6 +4,7 @@
 #include "mla-fp8/Hardware/Chip.h"
 #include "mla-fp8/Reference/Formats.h"
 #include "mla-fp8/Runtime/Bundle.h"
+#include "mla-fp8/Runtime/ForeignLaunch.h"
 #include "mla-fp8/Runtime/Limits.h"
 #include "mla-fp8/Runtime/PeerLaunch.h"
 #include "mla-fp8/Runtime/Verify.h"
@@ -28,9 +29,26 @@ using namespace mlir::mlafp8::emu;
 
 static cl::OptionCategory category("mla-fp8-emu options");
 static cl::opt<std::string>
-    inputFile(cl::Positional, cl::Required,
+    inputFile(cl::Positional, cl::Optional,
               cl::desc("<code object (.hsaco) or bundle directory>"),
               cl::cat(category));
+static cl::opt<std::string> foreignOpt(
+    "foreign",
+    cl::desc("Foreign mode: a kernels.json describing code objects beside it "
+             "(shared/calibration, shared/peer-kernels/aiter); runs --file's "
+             "kernel on real inputs at -B/-M/-N/-K (default: the record's "
+             "first case), checks Y against the reference and prints PASS or "
+             "FAIL; with --timing also times it at that shape, after checking "
+             "Y at a smaller B (and M) where the full shape would take long"),
+    cl::value_desc("KERNELS_JSON"), cl::cat(category));
+static cl::opt<std::string> fileOpt(
+    "file", cl::desc("Foreign mode: the record's code object file name"),
+    cl::value_desc("NAME"), cl::cat(category));
+static cl::opt<bool> aiterBiasOpt(
+    "aiter-bias-rounding",
+    cl::desc("Foreign mode: the reference rounds to bf16 before it adds the "
+             "bias, as AITER's kernels do"),
+    cl::cat(category));
 static cl::opt<bool> checkBundleOpt(
     "check-bundle",
     cl::desc("Verify the bundle directory given as input, as a server would "
@@ -330,6 +348,131 @@ static int runBundle() {
   return reportVerification(*kernel, result);
 }
 
+/// Foreign mode: a record of --foreign's kernels.json, run on real inputs
+/// and checked, then timed at the same shape.
+static int runForeign() {
+  if (fileOpt.empty())
+    die("--foreign needs --file NAME (a record's code object)");
+  if (!inputFile.empty())
+    die("--foreign takes no positional input; the code object is --file's, "
+        "beside the kernels.json");
+  auto records = runtime::readForeignKernels(foreignOpt);
+  if (!records)
+    die(toString(records.takeError()));
+  const runtime::ForeignKernel *record = nullptr;
+  const runtime::ForeignCase *useCase = nullptr;
+  for (const runtime::ForeignKernel &r : *records) {
+    if (r.file != fileOpt)
+      continue;
+    if (!record)
+      record = &r;
+    for (const runtime::ForeignCase &c : r.cases) {
+      bool matches =
+          (!bOpt.getNumOccurrences() || c.b == bOpt) &&
+          (!mOpt.getNumOccurrences() || c.m == mOpt) &&
+          (!nOpt.getNumOccurrences() || c.n == nOpt) &&
+          (!kOpt.getNumOccurrences() || c.k == kOpt);
+      if (matches && !useCase) {
+        record = &r;
+        useCase = &c;
+      }
+    }
+  }
+  if (!record)
+    die("no record of " + foreignOpt + " is for file '" + fileOpt + "'");
+  runtime::ForeignRunOptions options;
+  if (useCase) {
+    options.b = useCase->b;
+    options.m = useCase->m;
+    options.n = useCase->n;
+    options.k = useCase->k;
+    options.tokenMajorX = useCase->tokenMajorX;
+    options.tokenMajorY = useCase->tokenMajorY;
+  } else {
+    options.n = record->n;
+    options.k = record->k;
+  }
+  if (bOpt.getNumOccurrences() || !useCase)
+    options.b = bOpt;
+  if (mOpt.getNumOccurrences() || !useCase)
+    options.m = mOpt;
+  if (nOpt.getNumOccurrences())
+    options.n = nOpt;
+  if (kOpt.getNumOccurrences())
+    options.k = kOpt;
+  if (options.n < 1 || options.k < 1)
+    die("the record gives no N and K: pass -N and -K");
+  options.aiterBiasRounding = aiterBiasOpt;
+  options.seed = seedOpt;
+  options.threads = threadsOpt;
+
+  SmallString<256> path(sys::path::parent_path(foreignOpt));
+  sys::path::append(path, record->file);
+  auto co = CodeObject::fromFile(path);
+  if (!co)
+    die(toString(co.takeError()));
+  if ((*co)->getChip().name != record->chip)
+    die(path + " is for " + (*co)->getChip().name + ", the record says " +
+        record->chip);
+  auto emulator = Emulator::create(std::move(*co));
+  if (!emulator)
+    die(toString(emulator.takeError()));
+  const DeviceTiming *device = getTimingDevice(record->chip);
+
+  // Y is checked first, at the shape itself or, where that would take long,
+  // at a smaller B and then M (the same code object, M kept a multiple of
+  // the tile plus the shape's own remainder).
+  constexpr double kCheckBudget = double(int64_t(1) << 28); // multiply-adds
+  runtime::ForeignRunOptions check = options;
+  auto cost = [&](const runtime::ForeignRunOptions &x) {
+    return double(x.b) * std::max<int64_t>(x.m, 1) * x.n * x.k;
+  };
+  if (device) {
+    while (check.b > 1 && cost(check) > kCheckBudget)
+      check.b = std::max<int64_t>(1, check.b / 2);
+    int64_t tile = std::max<int64_t>(record->blockM, 1);
+    while (check.m > tile && cost(check) > kCheckBudget)
+      check.m = std::max<int64_t>(
+          tile, (check.m / 2) / tile * tile + check.m % tile);
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto checked = runtime::runForeignKernel(**emulator, *record, check);
+  if (!checked)
+    die(toString(checked.takeError()));
+  gSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::string shape = formatv("B={0} M={1} N={2} K={3}", check.b, check.m,
+                              check.n, check.k);
+  if (!checked->passed()) {
+    outs() << "FAIL: " << record->file << " at " << shape << ": "
+           << checked->failures << " of " << checked->elements
+           << " elements outside tolerance; " << checked->message << "\n";
+    return 1;
+  }
+  if (!jsonOpt) {
+    outs() << "kernel " << record->symbol << " (" << record->file << ", "
+           << record->chip << "): grid " << checked->grid[0] << "x"
+           << checked->grid[1] << "x" << checked->grid[2] << ", workgroup "
+           << record->workgroupSize << ", dynamic LDS "
+           << record->dynamicLdsBytes << " bytes\n";
+    printStats(checked->stats);
+    outs() << format("PASS: Y at %s within tolerance of the reference (max "
+                     "error %.3g of max |Y|)\n",
+                     shape.c_str(), checked->maxRelativeError);
+  }
+  if (!device)
+    return 0;
+  options.timing = device;
+  auto timed = runtime::runForeignKernel(**emulator, *record, options);
+  if (!timed)
+    die(toString(timed.takeError()));
+  if (!jsonOpt)
+    outs() << formatv("timed at B={0} M={1} N={2} K={3}\n", options.b,
+                      options.m, options.n, options.k);
+  return reportTiming(timed->stats);
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions({&category, &timingCategory});
@@ -345,8 +488,19 @@ int main(int argc, char **argv) {
       "--chip, --N, --K (default 512, 128) and --M, on random inputs,\n"
       "compared with the reference.\nBundle check (--check-bundle DIR): "
       "verifies a copied or downloaded bundle with every\ncheck the loader "
-      "makes and prints one OK line, or the error (exit 1).\n";
+      "makes and prints one OK line, or the error (exit 1).\nForeign mode "
+      "(--foreign KERNELS_JSON --file NAME): a code object described by a "
+      "record\n(arguments, grid, workgroup, dynamic LDS) on real inputs, Y "
+      "checked, PASS or FAIL,\nand with --timing its modelled time.\n";
   cl::ParseCommandLineOptions(argc, argv, overview);
+
+  if (!foreignOpt.empty())
+    return runForeign();
+  if (!fileOpt.empty() || aiterBiasOpt)
+    die("--file and --aiter-bias-rounding go with --foreign");
+  if (inputFile.empty())
+    die("give a code object (.hsaco) or a bundle directory, or --foreign "
+        "KERNELS_JSON --file NAME");
 
   if (checkBundleOpt) {
     if (!sys::fs::is_directory(inputFile))
