@@ -10,6 +10,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <limits>
 #include <thread>
 
 using namespace llvm;
@@ -458,16 +459,23 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
     if (Buffer *b = memory.lookup(name))
       b->readOnly = true;
 
-  uint64_t total = uint64_t(grid[0]) * grid[1] * grid[2];
-  // Each axis fits the dispatch packet, but the product can reach 2^96:
-  // bounded before anything per workgroup (the timing model's class table,
-  // four bytes a workgroup) is allocated.
-  if (total > kMaxDispatchWorkgroups)
+  // Each axis fits the dispatch packet, but the product can reach 2^96
+  // (and wrap a 64-bit count): bounded, in 128 bits, before anything per
+  // workgroup is allocated.
+  unsigned __int128 workgroups =
+      (unsigned __int128)grid[0] * grid[1] * grid[2];
+  if (workgroups > kMaxDispatchWorkgroups) {
+    std::string count =
+        workgroups > std::numeric_limits<uint64_t>::max()
+            ? std::string("2^64 or more")
+            : std::to_string(uint64_t(workgroups));
     return createStringError(
         formatv("the grid {0}x{1}x{2} has {3} workgroups; the emulator runs "
                 "at most {4} (2^24) in one dispatch",
-                grid[0], grid[1], grid[2], total, kMaxDispatchWorkgroups)
+                grid[0], grid[1], grid[2], count, kMaxDispatchWorkgroups)
             .str());
+  }
+  uint64_t total = uint64_t(workgroups);
   auto idOf = [&](uint64_t i) -> std::array<uint32_t, 3> {
     return {uint32_t(i % grid[0]), uint32_t(i / grid[0] % grid[1]),
             uint32_t(i / (uint64_t(grid[0]) * grid[1]))};
@@ -480,13 +488,29 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
   std::vector<uint64_t> toRun;
   std::vector<uint32_t> classOf;
   if (timing) {
+    // The timing model keeps hundreds of bytes for each workgroup it
+    // simulates: bounded before they are allocated.
+    auto tooMany = [&](uint64_t simulatedCount) {
+      return createStringError(
+          formatv("the timing model would simulate {0} workgroups of the "
+                  "grid {1}x{2}x{3}; it simulates at most {4} (2^18) in one "
+                  "dispatch (one per class where the launch has classes)",
+                  simulatedCount, grid[0], grid[1], grid[2],
+                  kMaxTimedWorkgroups)
+              .str());
+    };
+    if (!timing->classify && total > kMaxTimedWorkgroups)
+      return tooMany(total);
     classOf.resize(total);
     DenseMap<uint64_t, uint32_t> classes;
     for (uint64_t i = 0; i < total; ++i) {
       uint64_t key = timing->classify ? timing->classify(idOf(i)) : i;
       auto [it, inserted] = classes.try_emplace(key, uint32_t(toRun.size()));
-      if (inserted)
+      if (inserted) {
         toRun.push_back(i);
+        if (toRun.size() > kMaxTimedWorkgroups)
+          return tooMany(toRun.size());
+      }
       classOf[i] = it->second;
     }
     total = toRun.size();

@@ -81,7 +81,10 @@ PACKAGES = ("aiter", "aiter.ops", "aiter.ops.triton", "aiter.ops.triton.gemm",
 # other finders find, those added later included (an editable AITER's), and
 # stand-ins where none does. It keeps itself first in sys.meta_path, so that
 # a finder inserted before it later (another editable install's) cannot
-# serve MODULES. A venv runs the line twice: the finder is added once.
+# serve MODULES: sys.meta_path becomes a list that puts it back first after
+# every change, and each find_spec call checks again (for a program that
+# assigns a new list to sys.meta_path). A venv runs the line twice: the
+# finder is added once.
 _HOOK_SOURCE = f"""
 import importlib.machinery
 import sys
@@ -153,8 +156,36 @@ class AiterFinder:
                                               is_package=True)
 
 
+# sys.meta_path, kept with AiterFinder first through every change: a finder
+# inserted before it later (another editable install) would otherwise serve
+# MODULES until the shim is next asked about anything.
+class FinderFirst(list):
+    {MARKER} = True
+
+    def _first(self):
+        if self and self[0] is not AiterFinder and AiterFinder in self:
+            list.remove(self, AiterFinder)
+            list.insert(self, 0, AiterFinder)
+
+
+def _keeping_first(name):
+    def method(self, *args, **kwargs):
+        result = getattr(list, name)(self, *args, **kwargs)
+        self._first()
+        return result
+    method.__name__ = name
+    return method
+
+
+for _name in ("insert", "append", "extend", "__setitem__", "__iadd__",
+              "sort", "reverse"):
+    setattr(FinderFirst, _name, _keeping_first(_name))
+
+
 if not any(getattr(finder, {MARKER!r}, False) for finder in sys.meta_path):
     sys.meta_path.insert(0, AiterFinder)
+if not getattr(sys.meta_path, {MARKER!r}, False):
+    sys.meta_path = FinderFirst(sys.meta_path)
 """
 
 # site.py runs a .pth line that starts with "import"; this one runs the hook

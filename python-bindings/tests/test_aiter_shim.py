@@ -276,6 +276,42 @@ def test_pth_finder_with_a_finder_that_asks_every_finder(tmp_path,
     assert child.stdout.split() == ["mla_fp8.serving", str(aiter_installed)]
 
 
+@pytest.mark.parametrize("how", ["insert", "append then sort", "slice"])
+def test_pth_finder_stays_first(tmp_path, how):
+    """A finder serving a real AITER, put before the shim's by the program
+    right before it imports AITER's module: the shim's is first again (it
+    once moved itself back only when asked about some module, so the next
+    import got AITER's own function)."""
+    site_dir = tmp_path / "site-packages"
+    site_dir.mkdir()
+    aiter_shim.write_pth(site_dir)
+    later = tmp_path / "later"
+    write_aiter(later)
+    register = {
+        "insert": "sys.meta_path.insert(0, E)",
+        "append then sort": "sys.meta_path.append(E)\n"
+                            "sys.meta_path.sort(key=lambda f: f is not E)",
+        "slice": "sys.meta_path[:0] = [E]"}[how]
+    code = ("import importlib.machinery, site, sys\n"
+            f"site.addsitedir({str(site_dir)!r})\n"
+            "class E:\n"
+            "    @staticmethod\n"
+            "    def find_spec(name, path=None, target=None):\n"
+            "        if name == 'aiter' or name.startswith('aiter.'):\n"
+            "            return importlib.machinery.PathFinder.find_spec(\n"
+            f"                name, path if path is not None else "
+            f"[{str(later)!r}])\n"
+            f"{register}\n"
+            f"from {NESTED} import {FUNCTION} as f\n"
+            "import aiter\n"
+            "print(f.__module__, getattr(aiter, 'REAL', False))\n")
+    env = dict(os.environ, **{aiter_shim.ENV_VAR: "1"})
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                           text=True, timeout=120, check=False, env=env)
+    assert child.returncode == 0 and not child.stderr, child.stderr
+    assert child.stdout.split() == ["mla_fp8.serving", "True"]
+
+
 def test_pth_in_a_venv(tmp_path):
     """A venv's site.py processes its site-packages twice: the finder is
     added once, and without AITER the stand-ins serve the function; an

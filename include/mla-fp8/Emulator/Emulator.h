@@ -111,6 +111,10 @@ struct ExecStats {
 /// more than any emulation that fits in host memory runs, and small enough
 /// that what the dispatcher keeps per workgroup stays allocatable.
 inline constexpr uint64_t kMaxDispatchWorkgroups = uint64_t(1) << 24;
+/// Workgroups the timing model simulates in one dispatch: it keeps about
+/// 450 bytes for each (every workgroup of a launch without classes, one per
+/// class otherwise), so 2^18 is about 120 MB.
+inline constexpr uint64_t kMaxTimedWorkgroups = uint64_t(1) << 18;
 
 /// Where and how to launch a kernel.
 struct DispatchConfig {
