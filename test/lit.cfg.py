@@ -28,18 +28,24 @@ config.substitutions.append(("%python", config.python_executable))
 config.substitutions.append(("%mlafp8_src", config.mlafp8_src_root))
 config.substitutions.append(("%shared", os.path.join(config.mlafp8_src_root, "..", "shared")))
 
-# The Triton code objects in ../shared/peer-kernels are not part of the
-# repository: tests that run them say `REQUIRES: peer-kernels` and are reported
+# The foreign code objects in ../shared (the Triton peer kernels, the
+# calibration set) are not part of the repository: tests that run them say
+# `REQUIRES: peer-kernels` or `REQUIRES: calibration-kernels` and are reported
 # unsupported in a clone without them. Where CI=true or
 # MLAFP8_REQUIRE_PEER_KERNELS=1 they must run, so their absence is an error.
-peer_kernels = os.path.join(config.mlafp8_src_root, "..", "shared", "peer-kernels")
-if os.path.isdir(peer_kernels):
-    config.available_features.add("peer-kernels")
-elif os.environ.get("CI") == "true" or os.environ.get("MLAFP8_REQUIRE_PEER_KERNELS") == "1":
-    lit_config.fatal(
-        "peer kernels required (CI=true or MLAFP8_REQUIRE_PEER_KERNELS=1) but "
-        + os.path.normpath(peer_kernels) + " is missing")
-else:
-    lit_config.note(
-        "no " + os.path.normpath(peer_kernels)
-        + ": tests that REQUIRE peer-kernels are unsupported")
+def shared_feature(feature, directory, what):
+    path = os.path.join(config.mlafp8_src_root, "..", "shared", directory)
+    if os.path.isdir(path):
+        config.available_features.add(feature)
+    elif os.environ.get("CI") == "true" or os.environ.get("MLAFP8_REQUIRE_PEER_KERNELS") == "1":
+        lit_config.fatal(
+            what + " required (CI=true or MLAFP8_REQUIRE_PEER_KERNELS=1) but "
+            + os.path.normpath(path) + " is missing")
+    else:
+        lit_config.note(
+            "no " + os.path.normpath(path)
+            + ": tests that REQUIRE " + feature + " are unsupported")
+
+
+shared_feature("peer-kernels", "peer-kernels", "peer kernels")
+shared_feature("calibration-kernels", "calibration", "calibration kernels")

@@ -11,6 +11,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -21,6 +22,50 @@ using namespace mlir::mlafp8;
 
 static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// Sets `bmm`'s tiles through the tile attribute's verifier: explicit tiles
+/// (KernelGroupSpec::tiles) come from outside the table.
+static llvm::Error setCheckedTiles(PrequantBmmOp bmm,
+                                   llvm::ArrayRef<TileConfig> tiles,
+                                   const KernelGroupSpec &spec,
+                                   const std::string &diagnostics) {
+  MLIRContext *context = bmm.getContext();
+  SmallVector<Attribute> tileAttrs;
+  for (const TileConfig &tile : tiles) {
+    TileAttr attr = TileAttr::getChecked(
+        [&] { return bmm.emitError(); }, context, tile.minM, tile.maxM,
+        tile.blockM, tile.blockN, tile.waves, tile.mfma, tile.splitK,
+        tile.stages, tile.occupancy);
+    if (!attr)
+      return makeError("invalid tile for " + spec.getBaseName() + ": " +
+                       diagnostics);
+    tileAttrs.push_back(attr);
+  }
+  bmm.setTilesAttr(ArrayAttr::get(context, tileAttrs));
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::mlafp8::verifyExplicitTiles(const KernelGroupSpec &spec) {
+  if (spec.tiles.empty())
+    return llvm::Error::success();
+  MLIRContext context(MLIRContext::Threading::DISABLED);
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    appendDiagnostic(diagnostics, diag);
+    return success();
+  });
+  OwningOpRef<ModuleOp> module = buildKernelGroupModule(context, spec);
+  PrequantBmmOp bmm;
+  module->walk([&](PrequantBmmOp op) { bmm = op; });
+  if (llvm::Error error = setCheckedTiles(bmm, spec.tiles, spec, diagnostics))
+    return error;
+  // The op's own verifier checks the tiles against the shape (split-K
+  // against the K-groups).
+  if (failed(mlir::verify(*module)))
+    return makeError("invalid tile for " + spec.getBaseName() + ": " +
+                     diagnostics);
+  return llvm::Error::success();
 }
 
 /// Runs the mlafp8 lowering on `module` up to gpu.modules in the LLVM and
@@ -38,20 +83,8 @@ lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
   if (!planned)
     return planned.takeError();
   SmallVector<TileConfig> &tiles = *planned;
-  // Checked: explicit tiles (KernelGroupSpec::tiles) come from outside the
-  // table and get the attribute's verifier.
-  SmallVector<Attribute> tileAttrs;
-  for (const TileConfig &tile : tiles) {
-    TileAttr attr = TileAttr::getChecked(
-        [&] { return bmm.emitError(); }, context, tile.minM, tile.maxM,
-        tile.blockM, tile.blockN, tile.waves, tile.mfma, tile.splitK,
-        tile.stages, tile.occupancy);
-    if (!attr)
-      return makeError("invalid tile for " + spec.getBaseName() + ": " +
-                       diagnostics);
-    tileAttrs.push_back(attr);
-  }
-  bmm.setTilesAttr(ArrayAttr::get(context, tileAttrs));
+  if (llvm::Error error = setCheckedTiles(bmm, tiles, spec, diagnostics))
+    return std::move(error);
 
   PassManager pm(context);
   MLAFP8ToHsacoPipelineOptions options;

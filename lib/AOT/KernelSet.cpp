@@ -7,7 +7,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/Verifier.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -106,36 +105,6 @@ void mlir::mlafp8::appendDiagnostic(std::string &text, Diagnostic &diag) {
   if (!isa<UnknownLoc>(diag.getLocation()))
     os << diag.getLocation() << ": ";
   os << diag;
-}
-
-llvm::Error mlir::mlafp8::verifyExplicitTiles(const KernelGroupSpec &spec) {
-  if (spec.tiles.empty())
-    return llvm::Error::success();
-  MLIRContext context(MLIRContext::Threading::DISABLED);
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
-    appendDiagnostic(diagnostics, diag);
-    return success();
-  });
-  OwningOpRef<ModuleOp> module = buildKernelGroupModule(context, spec);
-  PrequantBmmOp bmm;
-  module->walk([&](PrequantBmmOp op) { bmm = op; });
-  SmallVector<Attribute> attrs;
-  for (const TileConfig &tile : spec.tiles) {
-    TileAttr attr = TileAttr::getChecked(
-        [&] { return bmm.emitError(); }, &context, tile.minM, tile.maxM,
-        tile.blockM, tile.blockN, tile.waves, tile.mfma, tile.splitK,
-        tile.stages, tile.occupancy);
-    if (!attr)
-      return makeError("invalid tile for " + spec.getBaseName() + ": " +
-                       diagnostics);
-    attrs.push_back(attr);
-  }
-  bmm.setTilesAttr(ArrayAttr::get(&context, attrs));
-  if (failed(mlir::verify(*module)))
-    return makeError("invalid tile for " + spec.getBaseName() + ": " +
-                     diagnostics);
-  return llvm::Error::success();
 }
 
 llvm::Expected<TileConfig> mlir::mlafp8::parseTileSpec(llvm::StringRef text) {

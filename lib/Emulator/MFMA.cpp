@@ -35,6 +35,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 using namespace llvm;
 
@@ -210,6 +211,15 @@ float exactChunk(const Elem *a, const Elem *b, unsigned n, float c) {
   return float(s);
 }
 
+/// (VGPR, lane) of accumulator element (i, j) of an M x M block
+/// (ISA-NOTES §4's 16x16 and 32x32 output layouts).
+template <unsigned M>
+std::pair<unsigned, unsigned> accumulatorSlot(unsigned i, unsigned j) {
+  if (M == 16)
+    return {i % 4, j + 16 * (i / 4)};
+  return {4 * (i / 8) + i % 4, j + 32 * ((i % 8) / 4)};
+}
+
 template <unsigned M, unsigned K, ElemKind KA, ElemKind KB, bool F8F6F4>
 Error mfma(Ctx &c, const Inst &I) {
   constexpr bool is8 = KA == ElemKind::FP8 || KA == ElemKind::BF8;
@@ -276,14 +286,7 @@ Error mfma(Ctx &c, const Inst &I) {
   bool cdna3 = c.chip.arch == Arch::CDNA3;
   for (unsigned i = 0; i < M; ++i)
     for (unsigned j = 0; j < M; ++j) {
-      unsigned reg, lane;
-      if (M == 16) {
-        reg = i % 4;
-        lane = j + 16 * (i / 4);
-      } else {
-        reg = 4 * (i / 8) + i % 4;
-        lane = j + 32 * ((i % 8) / 4);
-      }
+      auto [reg, lane] = accumulatorSlot<M>(i, j);
       float acc = cop.kind == OpKind::Imm ? asF32(immBits32(cop))
                                           : asF32(c.readRaw32(cop, lane, reg));
       for (unsigned k0 = 0; k0 < K; k0 += chunk) {
@@ -331,14 +334,7 @@ template <unsigned M, unsigned K> Error mfmaI8(Ctx &c, const Inst &I) {
   uint32_t out[M * M];
   for (unsigned i = 0; i < M; ++i)
     for (unsigned j = 0; j < M; ++j) {
-      unsigned reg, lane;
-      if (M == 16) {
-        reg = i % 4;
-        lane = j + 16 * (i / 4);
-      } else {
-        reg = 4 * (i / 8) + i % 4;
-        lane = j + 32 * ((i % 8) / 4);
-      }
+      auto [reg, lane] = accumulatorSlot<M>(i, j);
       uint32_t acc = cop.kind == OpKind::Imm ? immBits32(cop)
                                              : c.readRaw32(cop, lane, reg);
       for (unsigned k = 0; k < K; ++k)

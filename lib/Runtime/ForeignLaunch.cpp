@@ -438,8 +438,9 @@ static std::vector<double> referenceY(const ForeignKernel &kernel,
                                       bool aiterBiasRounding) {
   std::vector<double> ref(p.b * p.m * p.n, 0.0);
   const uint16_t *bias = as<uint16_t>(p.bias);
-  // AITER's kernels round the product to bf16, then add the bias and round
-  // again; the default adds it unrounded, as this project's kernels do.
+  // AITER's prequant and int8 kernels round the product to bf16, then add
+  // the bias and round again; the default adds it unrounded, as this
+  // project's kernels and AITER's bf16 GEMM do.
   auto biasAt = [&](int64_t bi, int64_t ni) {
     return kernel.hasBias ? double(bf16ToFloat(bias[bi * p.n + ni])) : 0.0;
   };

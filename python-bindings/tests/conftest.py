@@ -55,3 +55,27 @@ def peer_kernels_dir():
                     f"MLAFP8_REQUIRE_PEER_KERNELS=1) but {path} is missing")
     pytest.skip(f"needs the Triton peer kernels in {path} (absent: ../shared "
                 f"is not beside this checkout)")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """mount(options) -> a fresh tmpfs under tmp_path (e.g. "size=64k",
+    "ro,size=64k"), unmounted after the test; the test is skipped where
+    mounting is refused (it needs root)."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    mounted = []
+
+    def mount(options):
+        point = tmp_path / f"tmpfs{len(mounted)}"
+        point.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs",
+                               str(point)], capture_output=True, text=True,
+                              check=False)
+        if done.returncode != 0:
+            pytest.skip("cannot mount a tmpfs here (needs root): " +
+                        done.stderr.strip())
+        mounted.append(point)
+        return point
+    yield mount
+    for point in mounted:
+        subprocess.run(["umount", "-l", str(point)], check=False)

@@ -91,26 +91,16 @@ def test_write_error_raises_and_finally_runs(tmp_path):
 
 
 @pytest.fixture
-def full_tmpfs(tmp_path):
+def full_tmpfs(tmpfs):
     """A 64 KiB tmpfs, filled up; skipped where mounting is not allowed."""
-    mount_point = tmp_path / "full"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount_point)],
-        capture_output=True, text=True, check=False)
-    if mounted.returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here (needs root): " +
-                    mounted.stderr.strip())
-    try:
-        with open(mount_point / "filler", "wb", buffering=0) as filler:
-            try:
-                while True:
-                    filler.write(b"x" * 4096)
-            except OSError:
-                pass
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+    mount_point = tmpfs("size=64k")
+    with open(mount_point / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"x" * 4096)
+        except OSError:
+            pass
+    return mount_point
 
 
 def test_full_disk_raises_and_finally_runs(full_tmpfs):
@@ -122,27 +112,6 @@ def test_full_disk_raises_and_finally_runs(full_tmpfs):
             finally_ran = True
     assert finally_ran
     assert os.listdir(full_tmpfs) == ["filler"]
-
-
-@pytest.fixture
-def tmpfs(tmp_path):
-    """mount(options) -> a fresh tmpfs; skipped where mounting is refused."""
-    mounted = []
-
-    def mount(options):
-        point = tmp_path / f"tmpfs{len(mounted)}"
-        point.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs",
-                               str(point)], capture_output=True, text=True,
-                              check=False)
-        if done.returncode != 0:
-            pytest.skip("cannot mount a tmpfs here (needs root): " +
-                        done.stderr.strip())
-        mounted.append(point)
-        return point
-    yield mount
-    for point in mounted:
-        subprocess.run(["umount", "-l", str(point)], check=False)
 
 
 def test_the_link_needs_no_temporary_directory(full_tmpfs, tmpfs,

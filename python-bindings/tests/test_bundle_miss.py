@@ -341,37 +341,16 @@ def test_a_file_where_the_cache_goes_is_a_value_error(rng, tmp_path,
     assert blocker.read_text() == "not a directory"
 
 
-@pytest.fixture
-def small_tmpfs(tmp_path):
-    """mount(options) -> a fresh tmpfs; skipped where mounting is refused."""
-    mounted = []
-
-    def mount(options):
-        point = tmp_path / f"mnt{len(mounted)}"
-        point.mkdir()
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", options,
-                               "tmpfs", str(point)], capture_output=True,
-                              text=True, check=False)
-        if done.returncode != 0:
-            pytest.skip("cannot mount a tmpfs here (needs root): " +
-                        done.stderr.strip())
-        mounted.append(point)
-        return point
-    yield mount
-    for point in mounted:
-        subprocess.run(["umount", "-l", str(point)], check=False)
-
-
-def test_a_read_only_cache_is_a_value_error(rng, monkeypatch, small_tmpfs):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(small_tmpfs("ro,size=64k")))
+def test_a_read_only_cache_is_a_value_error(rng, monkeypatch, tmpfs):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmpfs("ro,size=64k")))
     with pytest.raises(ValueError, match=r"^group_size: .*the compile cache "
                        r"cannot be used: .*Read-only file system"):
         call_miss(rng)
 
 
 def test_a_full_cache_is_a_value_error_and_leaves_no_bundle(
-        rng, monkeypatch, small_tmpfs):
-    cache = small_tmpfs("size=64k")
+        rng, monkeypatch, tmpfs):
+    cache = tmpfs("size=64k")
     with open(cache / "filler", "wb", buffering=0) as filler:
         try:
             while True:

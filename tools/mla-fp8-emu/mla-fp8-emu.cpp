@@ -47,7 +47,7 @@ static cl::opt<std::string> fileOpt(
 static cl::opt<bool> aiterBiasOpt(
     "aiter-bias-rounding",
     cl::desc("Foreign mode: the reference rounds to bf16 before it adds the "
-             "bias, as AITER's kernels do"),
+             "bias, as AITER's prequant and int8 kernels do"),
     cl::cat(category));
 static cl::opt<bool> checkBundleOpt(
     "check-bundle",
@@ -380,6 +380,10 @@ static int runForeign() {
   }
   if (!record)
     die("no record of " + foreignOpt + " is for file '" + fileOpt + "'");
+  // No case has the given sizes: the record's first case gives the others
+  // (and the layout).
+  if (!useCase && !record->cases.empty())
+    useCase = &record->cases.front();
   runtime::ForeignRunOptions options;
   if (useCase) {
     options.b = useCase->b;
@@ -394,6 +398,7 @@ static int runForeign() {
   }
   if (bOpt.getNumOccurrences() || !useCase)
     options.b = bOpt;
+  // -B, -M, -N and -K override the case's sizes.
   if (mOpt.getNumOccurrences() || !useCase)
     options.m = mOpt;
   if (nOpt.getNumOccurrences())

@@ -12,8 +12,9 @@
 //    scale, optional bias (the project's exact reference);
 //  - a8w8: int8 X and W with per-row and per-column fp32 scales and a bias;
 //  - bf16: a plain bf16 GEMM with an optional bias.
-// AITER's kernels round the product to bf16 before they add the bias; an
-// option makes every reference do the same.
+// AITER's prequant and int8 kernels round the product to bf16 before they
+// add the bias (its bf16 GEMM adds it in f32); an option makes the
+// reference do the same.
 // mla-fp8-emu --foreign KERNELS_JSON --file NAME drives it.
 //
 //===----------------------------------------------------------------------===//
@@ -99,7 +100,8 @@ evaluateForeignGrid(llvm::StringRef formula, int64_t b, int64_t m, int64_t n,
 struct ForeignRunOptions {
   int64_t b = 0, m = 0, n = 0, k = 0;
   bool tokenMajorX = false, tokenMajorY = false;
-  /// Round to bf16 before adding the bias, as AITER's kernels do.
+  /// Round to bf16 before adding the bias, as AITER's prequant and int8
+  /// kernels do.
   bool aiterBiasRounding = false;
   uint64_t seed = 1;
   unsigned threads = 0;
