@@ -271,18 +271,21 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   return bundle;
 }
 
-/// `path` made absolute, with its longest existing prefix resolved through
-/// symbolic links and the rest appended as written (dots removed).
+/// `path` as the file system resolves it when the cache opens it: made
+/// absolute, its longest existing prefix resolved by realpath (symbolic links
+/// and `..` after them as the kernel follows them), the rest appended with
+/// its dots removed (nothing there exists to follow).
 static std::string resolveExistingPrefix(llvm::StringRef path) {
   llvm::SmallString<256> absolute(path);
   llvm::sys::fs::make_absolute(absolute);
-  llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/true);
+  llvm::sys::path::remove_dots(absolute, /*remove_dot_dot=*/false);
   llvm::SmallString<256> prefix(absolute), rest;
   while (!prefix.empty()) {
     llvm::SmallString<256> real;
     if (!llvm::sys::fs::real_path(prefix, real)) {
       if (!rest.empty())
         llvm::sys::path::append(real, rest);
+      llvm::sys::path::remove_dots(real, /*remove_dot_dot=*/true);
       return std::string(real);
     }
     // Copies: both name parts of `prefix`'s own storage.
@@ -301,8 +304,13 @@ static std::string resolveExistingPrefix(llvm::StringRef path) {
 
 llvm::Error mlir::mlafp8::checkCacheOutsideOutput(llvm::StringRef cacheDir,
                                                   llvm::StringRef outputDir) {
+  // The output as publishing resolves it (resolveOutputPath), the cache as
+  // the file system does when the cache writes.
   std::string cache = resolveExistingPrefix(cacheDir);
-  std::string output = resolveExistingPrefix(outputDir);
+  llvm::Expected<std::string> resolved = resolveOutputPath(outputDir);
+  if (!resolved)
+    return resolved.takeError();
+  std::string output = *resolved;
   llvm::StringRef c(cache);
   if (c == output || (c.starts_with(output) && c.size() > output.size() &&
                       llvm::sys::path::is_separator(c[output.size()])))

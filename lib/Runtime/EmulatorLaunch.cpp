@@ -9,6 +9,7 @@
 #include "mla-fp8/Emulator/CodeObject.h"
 #include "mla-fp8/Emulator/Emulator.h"
 #include "mla-fp8/Emulator/Memory.h"
+#include "mla-fp8/Runtime/Limits.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -201,6 +202,14 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
                                      "{1}, M = {2} would exceed {3} bytes",
                                      name, b, m, kMaxEmulatorBufferBytes));
   uint64_t xBytes = *xView, yBytes = *yView, wBytes = *wView;
+  int64_t hostBytes =
+      getEmulatorHostBytes(b, m, n, k, int64_t(workspaceBytes));
+  if (hostBytes > kEmulatorMaxHostBytes)
+    return makeError(llvm::formatv(
+        "B = {0}, M = {1} of kernel '{2}' need {3} bytes of host memory to "
+        "emulate (X, W, Y and the split-K workspace with their copies), more "
+        "than the {4} (4 GiB) one emulation takes",
+        b, m, kernel.symbol, hostBytes, kEmulatorMaxHostBytes));
 
   // Device buffers are exactly the caller's extents: any access beyond them
   // stops the emulator with the instruction and address. The inputs are the

@@ -75,19 +75,22 @@ class CodeObjectMetadata:
         self.kernels = []
         self.defined_symbols = set()
         self._by_name = None
+        self._indexed = 0
 
     def index_kernels(self):
         """Indexes the kernels by name (the first of equal names), so that
         each lookup is a dict lookup: a loader looks up every manifest
-        entry, and a scan made a forged bundle's load quadratic."""
+        entry, and a scan made a forged bundle's load quadratic. Call again
+        after renaming kernels; a changed count re-indexes by itself."""
         self._by_name = {}
         for kernel in self.kernels:
             self._by_name.setdefault(kernel.name, kernel)
+        self._indexed = len(self.kernels)
 
     def find_kernel(self, name):
         """The kernel named `name` (the first, should two share it), or
         None."""
-        if self._by_name is None:
+        if self._by_name is None or self._indexed != len(self.kernels):
             self.index_kernels()
         return self._by_name.get(name)
 

@@ -41,8 +41,10 @@ def check_kernel_sizes(batch, m, n, k, x_end, y_end, y_name, has_bias,
                         y_end)
 
 
-def check_emulator_sizes(batch, m, n, k, x_name="X", w_name="WQ"):
-    """The emulator's own, lower bounds (those of mla-fp8-emu)."""
+def check_emulator_sizes(batch, m, n, k, x_name="X", w_name="WQ",
+                         workspace=0):
+    """The emulator's own, lower bounds (those of mla-fp8-emu); `workspace`:
+    the bytes of the launch's split-K workspace, once its kernel is known."""
     for name, what, value, limit in (
             (x_name, "B", batch, EMULATOR_MAX_BATCH),
             (x_name, "M", m, EMULATOR_MAX_M),
@@ -51,21 +53,22 @@ def check_emulator_sizes(batch, m, n, k, x_name="X", w_name="WQ"):
         if value > limit:
             raise ValueError(f"{name}: {what} = {value}; the emulator runs "
                              f"at most {limit} {_SEE}")
-    needed = emulator_host_bytes(batch, m, n, k)
+    needed = emulator_host_bytes(batch, m, n, k, workspace)
     if needed > EMULATOR_MAX_HOST_BYTES:
         raise ValueError(f"{x_name}: B={batch}, M={m}, N={n}, K={k} need "
-                         f"{needed} bytes of host memory to emulate (X, W "
-                         f"and Y with their copies); the emulator takes at "
-                         f"most {EMULATOR_MAX_HOST_BYTES} (4 GiB) {_SEE}")
+                         f"{needed} bytes of host memory to emulate (X, W, "
+                         f"Y and the split-K workspace with their copies); "
+                         f"the emulator takes at most "
+                         f"{EMULATOR_MAX_HOST_BYTES} (4 GiB) {_SEE}")
 
 
-def emulator_host_bytes(batch, m, n, k):
+def emulator_host_bytes(batch, m, n, k, workspace=0):
     """The host memory one emulation allocates (Limits.h,
-    getEmulatorHostBytes)."""
+    getEmulatorHostBytes); a split-K workspace is held twice."""
     rows = max(m, 1)
     return (batch * rows * k * EMULATOR_X_BYTES_PER_ELEMENT +
             batch * n * k * EMULATOR_W_BYTES_PER_ELEMENT +
-            batch * rows * n * EMULATOR_Y_BYTES_PER_ELEMENT)
+            batch * rows * n * EMULATOR_Y_BYTES_PER_ELEMENT + 2 * workspace)
 
 
 def check_launch(kernel, m, batch, x_name="X"):

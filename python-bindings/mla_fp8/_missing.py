@@ -10,6 +10,15 @@ a bundle of its own under the per-user cache,
 and later processes that opted in find it there without compiling. Only then
 is the compiler (``_mla_fp8_compiler``, which maps libMLIR) imported, so a
 serving process that never misses stays MLIR-free.
+
+The cache follows ``mla-fp8-aot -o``'s rules: a ``.lock`` file is opened with
+O_NOFOLLOW and O_NONBLOCK and must be an empty regular file (a link, a FIFO,
+a directory or a file with contents is someone else's and left alone); below
+the cache root nothing that is a symbolic link is followed; the generator is
+never forced, so it replaces only an mla-fp8 bundle that holds nothing else
+(a damaged one of the cache's own is compiled again) and refuses anything
+else. Every failure, a read-only or full cache included, is the documented
+ValueError, naming the path.
 """
 
 import errno
@@ -237,11 +246,14 @@ def _lock_file(path):
             if not stat.S_ISREG(opened.st_mode) or opened.st_size != 0:
                 raise _CacheError(foreign)
             fcntl.flock(fd, fcntl.LOCK_EX)
-            # The lock is on the file now at `path`, not one replaced
-            # meanwhile.
-            named = os.stat(path, follow_symlinks=False)
-            if (named.st_dev, named.st_ino) == (opened.st_dev,
-                                                opened.st_ino):
+            # The lock is on the file now at `path`, not one replaced or
+            # removed meanwhile (then the loop takes the new one).
+            try:
+                named = os.stat(path, follow_symlinks=False)
+            except FileNotFoundError:
+                named = None
+            if named is not None and (named.st_dev, named.st_ino) == (
+                    opened.st_dev, opened.st_ino):
                 return fd
         except OSError as error:
             os.close(fd)

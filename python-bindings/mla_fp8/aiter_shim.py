@@ -82,9 +82,10 @@ PACKAGES = ("aiter", "aiter.ops", "aiter.ops.triton", "aiter.ops.triton.gemm",
 # stand-ins where none does. It keeps itself first in sys.meta_path, so that
 # a finder inserted before it later (another editable install's) cannot
 # serve MODULES: sys.meta_path becomes a list that puts it back first after
-# every change, and each find_spec call checks again (for a program that
-# assigns a new list to sys.meta_path). A venv runs the line twice: the
-# finder is added once.
+# every change, and each find_spec call checks again. A program that assigns
+# sys.meta_path a new list with its own finder first escapes both, until the
+# shim is next asked about a name; such a program calls install_aiter_shim()
+# after the assignment. A venv runs the line twice: the finder is added once.
 _HOOK_SOURCE = f"""
 import importlib.machinery
 import sys
@@ -178,7 +179,7 @@ def _keeping_first(name):
 
 
 for _name in ("insert", "append", "extend", "__setitem__", "__iadd__",
-              "sort", "reverse"):
+              "__imul__", "sort", "reverse"):
     setattr(FinderFirst, _name, _keeping_first(_name))
 
 

@@ -93,6 +93,8 @@ def run_kernel_emulated(bundle, kernel, x, w, w_scale, y, *, bias=None,
         _limits.view_end(y.shape, y_strides), "y", bias is not None, "x",
         "w")
     _limits.check_launch(kernel, m, batch, "x")
+    _limits.check_emulator_sizes(batch, m, kernel.n, kernel.k, "x", "w",
+                                 workspace=kernel.workspace_bytes(m, batch))
     if batch == 0 or m == 0:
         return 0
     try:

@@ -451,6 +451,8 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
                           in_type, chip_source, bias is not None)
     _limits.check_launch(kernel, m, batch)
+    _limits.check_emulator_sizes(batch, m, n, k,
+                                 workspace=kernel.workspace_bytes(m, batch))
     _log.kernel_serves(kernel, "emulator", _log.shape(
         batch, m, n, k, transpose_bm_in, transpose_bm))
     Y = np.zeros(y_shape, dtype=np.uint16) if YQ is None else YQ

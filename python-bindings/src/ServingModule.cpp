@@ -237,7 +237,8 @@ public:
     // call itself within what the emulator and the kernels can take.
     if (b > runtime::kEmulatorMaxBatch || m > runtime::kEmulatorMaxM ||
         e.n > runtime::kEmulatorMaxDim || e.k > runtime::kEmulatorMaxDim ||
-        runtime::getEmulatorHostBytes(b, m, e.n, e.k) >
+        runtime::getEmulatorHostBytes(
+            b, m, e.n, e.k, int64_t(e.getWorkspaceBytes(m, b))) >
             runtime::kEmulatorMaxHostBytes)
       throw py::value_error("x, w and y are larger than the emulator runs "
                             "(docs/limits.md)");

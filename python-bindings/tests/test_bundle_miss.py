@@ -363,3 +363,29 @@ def test_a_full_cache_is_a_value_error_and_leaves_no_bundle(
         call_miss(rng)
     assert not (cache / "mla-fp8" / "missing" / MISS_DIR).exists() or \
         os.listdir(cache / "mla-fp8" / "missing" / MISS_DIR) == []
+
+
+def test_a_lock_removed_while_waited_for_is_taken_again(rng, tmp_path):
+    """A process that waits for the lock while its holder removes the lock
+    file (a clean-up of the cache) takes a new one, instead of failing."""
+    import time  # pylint: disable=import-outside-toplevel
+    missing_dir(tmp_path).mkdir(parents=True)
+    lock = missing_dir(tmp_path) / (MISS_DIR + ".lock")
+    lock.touch()
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "print('held', flush=True)\n"
+         "time.sleep(1.0)\n"
+         "os.unlink(sys.argv[1])\n",
+         str(lock)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    start = time.monotonic()
+    with pytest.warns(RuntimeWarning, match="compiling the missing kernel"):
+        y = call_miss(rng)
+    holder.wait(timeout=60)
+    assert time.monotonic() - start >= 0.5  # it did wait for the holder
+    assert y.shape == (B, 2, 512)
+    assert lock.is_file()

@@ -200,6 +200,21 @@ static void printStats(const ExecStats &s) {
 static constexpr uint64_t kMaxArgBufferBytes = uint64_t(1) << 30;
 static constexpr uint64_t kMaxArgBytesTotal = uint64_t(4) << 30;
 
+/// Dies unless -B and -M with N, K and a split-K workspace of
+/// `workspaceBytes` fit the emulator's host-memory bound (Limits.h).
+static void checkHostBytes(int64_t n, int64_t k, int64_t workspaceBytes) {
+  int64_t hostBytes =
+      runtime::getEmulatorHostBytes(bOpt, mOpt, n, k, workspaceBytes);
+  if (hostBytes > runtime::kEmulatorMaxHostBytes)
+    die(formatv("-B, -M, -N and -K need {0} bytes of host memory to emulate "
+                "(X, W and Y with their copies{1}), more than the {2} (4 GiB) "
+                "one emulation takes; emulate a smaller problem",
+                hostBytes,
+                workspaceBytes ? " and the split-K workspace" : "",
+                runtime::kEmulatorMaxHostBytes)
+            .str());
+}
+
 /// The product --timing models on `chip`, or null without --timing.
 static const DeviceTiming *getTimingDevice(StringRef chip) {
   if (!timingOpt) {
@@ -322,6 +337,7 @@ static int runBundle() {
                 chipOpt.getValue(), n, k, groupOpt.getValue(), mOpt.getValue(),
                 inTypeOpt.getValue())
             .str());
+  checkHostBytes(n, k, int64_t(kernel->getWorkspaceBytes(mOpt, bOpt)));
   runtime::EmulatorLauncher launcher;
   launcher.setMaxStepsPerWave(maxStepsOpt);
   launcher.setTiming(getTimingDevice(chipOpt), fullOpt);
@@ -528,15 +544,9 @@ int main(int argc, char **argv) {
       die(formatv("-{0} must be between 1 and {1}, got {2}", dim->ArgStr,
                   runtime::kEmulatorMaxDim, dim->getValue())
               .str());
-  // A bundle's kernel has N = 512, K = 128 unless -N and -K say otherwise.
-  int64_t hostBytes = runtime::getEmulatorHostBytes(
-      bOpt, mOpt, nOpt ? nOpt : 512, kOpt ? kOpt : 128);
-  if (hostBytes > runtime::kEmulatorMaxHostBytes)
-    die(formatv("-B, -M, -N and -K need {0} bytes of host memory to emulate "
-                "(X, W and Y with their copies), more than the {1} (4 GiB) "
-                "one emulation takes; emulate a smaller problem",
-                hostBytes, runtime::kEmulatorMaxHostBytes)
-            .str());
+  // A bundle's kernel has N = 512, K = 128 unless -N and -K say otherwise;
+  // the modes that learn N, K or a workspace later check again.
+  checkHostBytes(nOpt ? nOpt : 512, kOpt ? kOpt : 128, 0);
 
   if (sys::fs::is_directory(inputFile))
     return runBundle();
@@ -644,6 +654,7 @@ int main(int argc, char **argv) {
       die("--abi=" + abiOpt +
           " needs --N, --K, --tile-m and --tile-n (not derivable from the "
           "file name)");
+    checkHostBytes(peer.n, peer.k, 0);
     if (blockOpt.empty() && !compiledFor)
       cfg.workgroupSize = {kOr->maxFlatWorkgroupSize, 1, 1};
     launch.config = cfg;

@@ -91,8 +91,9 @@ struct CodeObjectMetadata {
   std::vector<std::pair<std::string, size_t>> kernelIndex;
 
   /// Returns the kernel named `name` (the first, should two share it), or
-  /// null. A lookup in the name index when indexKernels() built one for the
-  /// current kernels (readCodeObjectMetadata does), else a scan.
+  /// null. A lookup in the name index when indexKernels() built one for as
+  /// many kernels as there are now (readCodeObjectMetadata does), else a
+  /// scan; call indexKernels() again after renaming kernels.
   const KernelMetadata *findKernel(llvm::StringRef name) const;
   /// Indexes `kernels` by name, so that each lookup costs O(log n) instead
   /// of a scan: a bundle loader looks up every manifest entry, and up to

@@ -58,13 +58,15 @@ constexpr int64_t kEmulatorMaxHostBytes = int64_t(4) << 30;
 constexpr int64_t kEmulatorMaxThreads = 1024;
 
 /// The host bytes kEmulatorMaxHostBytes bounds, for B, M, N, K within their
-/// own limits (no overflow: at most 2^56).
+/// own limits (no overflow: at most 2^56), and a split-K kernel's workspace
+/// of `workspaceBytes`, held twice (the one kept for the kernel across
+/// launches and the emulator's copy; at most 2^31 * 4 bytes).
 constexpr int64_t getEmulatorHostBytes(int64_t b, int64_t m, int64_t n,
-                                       int64_t k) {
+                                       int64_t k, int64_t workspaceBytes = 0) {
   int64_t rows = m > 1 ? m : 1;
   return b * rows * k * kEmulatorXBytesPerElement +
          b * n * k * kEmulatorWBytesPerElement +
-         b * rows * n * kEmulatorYBytesPerElement;
+         b * rows * n * kEmulatorYBytesPerElement + 2 * workspaceBytes;
 }
 
 } // namespace mlir::mlafp8::runtime

@@ -243,7 +243,7 @@ TEST(CodeObjectTest, DeepOrOversizedNotesAreErrors) {
 
 // Lookups by name go through the index readCodeObjectMetadata builds (a scan
 // per manifest entry made a forged bundle's load quadratic): the first of
-// equal names wins, as the scan's did, and kernels changed after indexing are
+// equal names wins, as the scan's did, and kernels added after indexing are
 // still found.
 TEST(CodeObjectTest, KernelLookupByNameIndex) {
   CodeObjectMetadata metadata;
