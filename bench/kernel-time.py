@@ -1,27 +1,65 @@
 #!/usr/bin/python3
 """Modelled kernel time of an mla-fp8 bundle against foreign kernels.
 
-Usage: bench/kernel-time.py BUNDLE [--peers DIR] [--json FILE]
+Usage: bench/kernel-time.py BUNDLE [--peers DIR]... [--json FILE]
            [--plot FILE.png] [--emu PATH] [--jobs N] [--chips ...]
            [--batches ...] [--ms ...]
        bench/kernel-time.py --shape N,K [--aot PATH] [same options]
 
 For each chip, each DeepSeek-R1 projection (K-up: N=512, K=128; V-up: N=128,
 K=512), batch B and token count M, runs `mla-fp8-emu --timing --json` on our
-kernel and on every foreign kernel in the peers directory (default
-../shared/peer-kernels beside the repository) whose file name gives the same
-chip, N and K, e.g. triton_gfx942_N512_K128_BM16_BN128_w8.hsaco. It prints one
-table of ours against the fastest peer ("best peer"), the per-layer sums
+kernel and on every foreign kernel of the same chip, N and K in the peers
+directories. It prints one table of ours against them, the per-layer sums
 (K-up + V-up) and a summary line per chip.
+
+--peers DIR may be given more than once (default: ../shared/peer-kernels
+beside the repository and, when present, its aiter/ folder). A DIR is one of
+two forms. With a kernels.json, each record that gives a chip, N and K is a
+foreign kernel of that shape, run as `mla-fp8-emu --foreign DIR/kernels.json
+--file F -B b -M m -N n -K k --timing --json`, which checks Y against the
+reference before it times the launch: a kernel whose Y check fails is not
+timed and is reported in a note. Without one, DIR is in the README-table form
+of ../shared/peer-kernels: every *.hsaco whose file name gives the chip, N and
+K (e.g. triton_gfx942_N512_K128_BM16_BN128_w8.hsaco) runs with
+--abi=triton-peer and the dynamic LDS that DIR/README.md's table gives.
+
+The columns: "peer" is the fastest README-table (Triton) peer, as before;
+"aiter" is AITER as dispatched: of the records that have an m_bucket (AITER's
+prequant kernel compiled per M bucket, ../shared/peer-kernels/aiter), the one
+AITER picks for M, i.e. the bucket with the smallest m_max >= M (M_LEQ_16,
+M_LEQ_32, ..., M_LEQ_256), else the record whose m_max is null ('any');
+"foreign" is the fastest of every foreign kernel at that case (all peers
+directories, all AITER buckets). Each is followed by ours / it, also at 0.5x
+and 2x of the memory latency (the one compared with at each scale is the
+fastest at that scale; AITER as dispatched is its bucket's at every scale).
+The summary line says how many cases are at most 0.8x the best peer, 0.8x
+AITER as dispatched and 1.0x the best foreign kernel.
 
 Every figure is MODELLED time, not a measurement: the emulator's timing model
 of one launch on the chip's nominal product (MI300X for gfx942, MI355X for
 gfx950), whose constants and their sources are in
 lib/Hardware/DeviceTiming.cpp. Times are kernel execution only, from the
 first wave's start to the last wave's end; the launch overhead is printed
-apart. The model's global-memory latency is uncertain, so the ratio is also
-given at 0.5x and 2x of it (the best peer at each scale is the fastest peer at
-that scale).
+apart. The model's global-memory latency is uncertain, hence the ratios at
+0.5x and 2x of it.
+
+--json writes one record per case: ours_us, peer_us, aiter_us (null where no
+AITER record of the chip and shape ran), best_foreign_us (null where no
+foreign kernel ran), lower_bound_us, floor_us, the kernels behind them, and
+the times at 0.5x and 2x of the memory latency. lower_bound_us is the model's
+max(HBM, issue), what the launch would take if every memory wait were hidden.
+floor_us makes it physical with the one dependent chain no kernel avoids (a
+global load round trip, its group's compute and a store), which no overlap
+hides:
+    floor_us = max(lower_bound_us, s * (load + store) / clock)
+(the group's compute left out, so it stays a lower bound; the model overlaps
+its terms with max(), so the chain bounds the time beside the HBM and issue
+terms, not on top of them) with load = 900 and store = 500 cycles
+(vmemLoadLatency, vmemStoreLatency) and clock = 2.1 GHz (MI300X), 2.4 GHz
+(MI355X) or 2.2 GHz (MI350X), from lib/Hardware/DeviceTiming.cpp
+(docs/timing-model.md, "The constants"), since the timing JSON gives
+neither; s is the latency scale (1 for floor_us): the chain is 0.667 us on
+MI300X and 0.583 us on MI355X.
 
 --shape N,K times our kernel for one explicit (N, K) instead: it generates a
 bundle of a model whose K-up projection has that shape (mla-fp8-aot
@@ -51,8 +89,15 @@ DEFAULT_PEERS = REPO.parent / "shared" / "peer-kernels"
 CHIP_LDS = {"gfx942": 65536, "gfx950": 163840}
 PEER_NAME = re.compile(r"(gfx9[0-9a-f]+)_N(\d+)_K(\d+)")
 SCALES = (1.0, 0.5, 2.0)  # memory-latency scales: nominal, then sensitivity
-TARGET = 0.8  # the issue's goal for ours / best peer
+TARGET = 0.8  # the issue's goal for ours / best peer and / AITER
+FOREIGN_TARGET = 1.0  # the goal for ours / best foreign kernel
 LB_M = 64  # from this M on, ours is compared with the model's lower bound
+# The minimal dependent chain of floor_us, per product the emulator's report
+# names: (clock GHz, vmemLoadLatency, vmemStoreLatency cycles), from
+# lib/Hardware/DeviceTiming.cpp (docs/timing-model.md, "The constants").
+CHAIN = {"MI300X": (2.1, 900, 500), "MI355X": (2.4, 900, 500),
+         "MI350X": (2.2, 900, 500)}
+BUCKET_LIMIT = re.compile(r"M_LEQ_(\d+)$")
 
 
 class UserError(Exception):
@@ -61,12 +106,37 @@ class UserError(Exception):
 
 @dataclass(frozen=True)
 class Peer:
+    """A README-table (Triton) peer, run with --abi=triton-peer."""
     path: Path
     chip: str
     n: int
     k: int
     lds: int
     lds_known: bool
+
+    def name(self):
+        return self.path.name
+
+    def what(self):
+        return f"peer {self.path.name}"
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A record of a kernels.json, run with --foreign (Y checked)."""
+    kernels_json: Path
+    file: str
+    chip: str
+    n: int
+    k: int
+    m_bucket: str | None  # AITER's M bucket, for AITER's per-bucket builds
+    m_max: int | None  # the bucket's largest M; None: any M
+
+    def name(self):
+        return self.file
+
+    def what(self):
+        return f"foreign {self.kernels_json.parent.name}/{self.file}"
 
 
 @dataclass
@@ -79,14 +149,15 @@ class Case:
     m: int
     ours: dict | None = None  # the emulator's JSON report
     peers: dict = field(default_factory=dict)  # Peer -> report, runs that ran
+    foreign: dict = field(default_factory=dict)  # Foreign -> report, the same
+    aiter: Foreign | None = None  # the AITER record dispatched for M
 
     def ours_us(self, scale=1.0):
         return model_us(self.ours, scale) if self.ours else None
 
     def best_peer(self, scale=1.0):
         """(peer, us) of the fastest peer at this latency scale, or None."""
-        timed = ((p, model_us(r, scale)) for p, r in self.peers.items())
-        return min(timed, key=lambda t: t[1], default=None)
+        return fastest(self.peers, scale)
 
     def peer_us(self, scale=1.0):
         best = self.best_peer(scale)
@@ -95,21 +166,55 @@ class Case:
     def ratio(self, scale=1.0):
         return quotient(self.ours_us(scale), self.peer_us(scale))
 
-    def lower_bound_us(self):
-        return self.ours["lower_bound_us"] if self.ours else None
+    def aiter_us(self, scale=1.0):
+        """AITER as dispatched: its bucket's time; None if none or failed."""
+        report = self.foreign.get(self.aiter)
+        return model_us(report, scale) if report else None
+
+    def aiter_ratio(self, scale=1.0):
+        return quotient(self.ours_us(scale), self.aiter_us(scale))
+
+    def best_foreign(self, scale=1.0):
+        """(kernel, us) of the fastest foreign kernel of any kind, or None."""
+        return fastest({**self.peers, **self.foreign}, scale)
+
+    def foreign_us(self, scale=1.0):
+        best = self.best_foreign(scale)
+        return best[1] if best else None
+
+    def foreign_ratio(self, scale=1.0):
+        return quotient(self.ours_us(scale), self.foreign_us(scale))
+
+    def lower_bound_us(self, scale=1.0):
+        return (model_us(self.ours, scale, "lower_bound_us") if self.ours
+                else None)
+
+    def floor_us(self, scale=1.0):
+        """max(lower bound, one load and one store latency) (docstring)."""
+        if not self.ours or self.ours.get("device") not in CHAIN:
+            return None
+        clock, load, store = CHAIN[self.ours["device"]]
+        return max(self.lower_bound_us(scale),
+                   scale * (load + store) / (clock * 1e3))
 
     def ours_over_bound(self):
         return quotient(self.ours_us(), self.lower_bound_us())
 
 
-def model_us(report, scale):
-    """Kernel time of an emulator report at a memory-latency scale."""
+def model_us(report, scale, key="kernel_us"):
+    """Kernel time (or `key`) of an emulator report at a latency scale."""
     if scale == report["latency_scale"]:
-        return report["kernel_us"]
+        return report[key]
     for entry in report["sensitivity"]:
         if entry["latency_scale"] == scale:
-            return entry["kernel_us"]
+            return entry[key]
     raise UserError(f"the emulator's report has no latency scale {scale}")
+
+
+def fastest(reports, scale):
+    """(kernel, us) of the fastest of {kernel: report} at a scale, or None."""
+    timed = ((p, model_us(r, scale)) for p, r in reports.items())
+    return min(timed, key=lambda t: t[1], default=None)
 
 
 def quotient(a, b):
@@ -155,8 +260,10 @@ def parse_args(argv):
     parser.add_argument("bundle", nargs="?", type=Path, metavar="BUNDLE",
                         help="mla-fp8-aot bundle directory")
     parser.add_argument("--peers", type=Path, metavar="DIR",
-                        help="directory of foreign kernels (default: "
-                        f"{DEFAULT_PEERS})")
+                        action="append",
+                        help="directory of foreign kernels, a kernels.json "
+                        "or README-table form; repeatable (default: "
+                        f"{DEFAULT_PEERS} and its aiter/)")
     parser.add_argument("--json", type=Path, metavar="FILE",
                         help="write one record per case")
     parser.add_argument("--plot", type=Path, metavar="FILE.png",
@@ -185,8 +292,9 @@ def parse_args(argv):
         parser.error("no BUNDLE (or --shape N,K, which generates one)")
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
-    if args.peers and not args.peers.is_dir():
-        parser.error(f"--peers {args.peers} is not a directory")
+    for peers in args.peers or []:
+        if not peers.is_dir():
+            parser.error(f"--peers {peers} is not a directory")
     # Checked now, not after minutes of runs.
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path and not Path(path).resolve().parent.is_dir():
@@ -270,6 +378,74 @@ def find_peers(peers_dir, chips):
     return peers
 
 
+def bucket_limit(record):
+    """A record's m_max; from its bucket's name where it has no m_max."""
+    if "m_max" in record:
+        return record["m_max"]
+    match = BUCKET_LIMIT.search(record["m_bucket"])
+    return int(match[1]) if match else None
+
+
+def find_records(peers_dir, chips):
+    """Foreign kernels of DIR/kernels.json for the chips, and a note or None.
+
+    A record is a foreign kernel of the shape its N and K give; records that
+    give none (the calibration set's) are left out, with a note.
+    """
+    path = peers_dir / "kernels.json"
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise UserError(f"{path}: {e.strerror}") from None
+    except ValueError as e:
+        raise UserError(f"{path}: not JSON ({e})") from None
+    records = data.get("kernels") if isinstance(data, dict) else data
+    if not isinstance(records, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("file"), str)
+            for r in records):
+        raise UserError(f"{path}: not a list of kernel records with a file")
+    kernels, shapeless = {}, set()
+    for r in records:
+        n, k = r.get("N"), r.get("K")
+        if not (isinstance(n, int) and isinstance(k, int)):
+            shapeless.add(r["file"])
+        elif r.get("chip") in chips and r["file"] not in kernels:
+            bucket = r.get("m_bucket")
+            kernels[r["file"]] = Foreign(
+                path, r["file"], r["chip"], n, k, bucket,
+                bucket_limit(r) if bucket else None)
+    what = (f"{len(shapeless)} code objects" if len(shapeless) > 1 else
+            "1 code object")
+    note = (f"{path}: the records of {what} give no N and K and are not "
+            "compared" if shapeless else None)
+    return list(kernels.values()), note
+
+
+def find_foreign(dirs, chips):
+    """(Triton peers, kernels.json records, notes) of the peers dirs."""
+    peers, records, notes = [], [], []
+    for peers_dir in dirs:
+        if (peers_dir / "kernels.json").is_file():
+            found, note = find_records(peers_dir, chips)
+            records += found
+            notes += [note] if note else []
+        else:
+            peers += find_peers(peers_dir, chips)
+    return peers, records, notes
+
+
+def dispatch(records, m):
+    """The AITER record AITER picks for M, from records of one shape.
+
+    The bucket with the smallest m_max >= M, else the one whose m_max is
+    null ('any'); None where neither exists.
+    """
+    fits = [r for r in records if r.m_max is not None and r.m_max >= m]
+    if fits:
+        return min(fits, key=lambda r: r.m_max)
+    return next((r for r in records if r.m_max is None), None)
+
+
 def first_line(text):
     """The first line of a tool's error, without the tool's name."""
     lines = text.strip().splitlines() or ["(no message)"]
@@ -277,10 +453,17 @@ def first_line(text):
 
 
 def run_timing(cmd):
-    """(report, None) from an emulator run in timing mode, or (None, error)."""
+    """(report, None) from an emulator run in timing mode, or (None, error).
+
+    A --foreign run whose Y check fails prints FAIL and is not timed.
+    """
     done = subprocess.run(cmd + ["--timing", "--json", "--emu-threads=1"],
                           capture_output=True, text=True)
     if done.returncode != 0:
+        fail = [line for line in done.stdout.splitlines()
+                if line.startswith("FAIL: ")]
+        if fail:
+            return None, f"Y check failed, not timed: {fail[0][6:]}"
         return None, first_line(done.stderr or done.stdout)
     try:
         return json.loads(done.stdout), None
@@ -297,12 +480,12 @@ def make_cases(args, projections):
 @dataclass(eq=False)
 class Run:
     case: Case
-    peer: Peer | None  # None: ours
+    peer: Peer | Foreign | None  # None: ours
     cmd: list
 
     def what(self):
         """What a failure is reported against."""
-        return (f"peer {self.peer.path.name}" if self.peer else
+        return (self.peer.what() if self.peer else
                 f"ours {self.case.chip} {self.case.projection}")
 
     def cost(self):
@@ -310,19 +493,27 @@ class Run:
         return self.case.b * self.case.k * (self.case.m + self.case.n)
 
 
-def commands(cases, emu, bundle, peers):
-    """Every emulator run of the cases: ours and each peer of its shape."""
+def commands(cases, emu, bundle, peers, records):
+    """Every emulator run of the cases: ours and each foreign kernel of its
+    shape. Sets each case's AITER as dispatched."""
     runs = []
     for case in cases:
         size = ["-B", str(case.b), "-M", str(case.m)]
+        shape = ["-N", str(case.n), "-K", str(case.k)]
         runs.append(Run(case, None, [str(emu), str(bundle), "--chip",
-                                     case.chip, "-N", str(case.n), "-K",
-                                     str(case.k)] + size))
+                                     case.chip] + shape + size))
         for peer in peers:
             if (peer.chip, peer.n, peer.k) == (case.chip, case.n, case.k):
                 runs.append(Run(case, peer, [str(emu), str(peer.path),
                                              "--abi=triton-peer", "--lds",
                                              str(peer.lds)] + size))
+        mine = [r for r in records
+                if (r.chip, r.n, r.k) == (case.chip, case.n, case.k)]
+        for r in mine:
+            runs.append(Run(case, r, [str(emu), "--foreign",
+                                      str(r.kernels_json), "--file", r.file]
+                            + size + shape))
+        case.aiter = dispatch([r for r in mine if r.m_bucket], case.m)
     return runs
 
 
@@ -332,8 +523,10 @@ def execute(pool, runs, failures):
         if error:
             first, count = failures.get(run.what(), (error, 0))
             failures[run.what()] = (first, count + 1)
-        elif run.peer:
+        elif isinstance(run.peer, Peer):
             run.case.peers[run.peer] = report
+        elif run.peer:
+            run.case.foreign[run.peer] = report
         else:
             run.case.ours = report
 
@@ -341,8 +534,9 @@ def execute(pool, runs, failures):
 def run_all(runs, jobs):
     """Runs the commands in parallel and fills the cases.
 
-    Each peer first runs its cheapest case: one that fails there (on an
-    instruction the emulator lacks, say) is not run again. The rest run
+    Each foreign kernel first runs its cheapest case: one that fails there
+    (on an instruction the emulator lacks, or its Y check, say) is not run
+    again. The rest run
     costliest first, which keeps the jobs busy to the end. Returns
     {what failed: (its first error, failed runs)}.
     """
@@ -365,7 +559,9 @@ def num(value, width, digits=3):
     return text.rjust(width)
 
 
-def print_notes(peers, failures, cases):
+def print_notes(peers, notes, failures, cases):
+    for note in notes:
+        print(f"note: {note}")
     for peer in peers:
         if not peer.lds_known:
             print(f"note: {peer.path.name}: the peers' README.md gives no "
@@ -383,11 +579,13 @@ def print_notes(peers, failures, cases):
 
 
 def print_table(cases):
-    print("MODELLED kernel time (us); ratio = ours / best peer; "
-          "x0.5 / x2 = the ratio at that memory latency")
+    print("MODELLED kernel time (us); ratio = ours / best peer, /aiter = "
+          "ours / AITER as dispatched, /foreign = ours / best foreign; "
+          "x0.5 / x2 = the ratio before them at that memory latency")
     print(f"{'chip':7}{'proj':9}{'B':>5}{'M':>6}{'ours':>10}{'peer':>10}"
           f"{'ratio':>7}  {'limiter':9}{'lower':>9}{'ours/lb':>8}"
-          f"{'x0.5':>7}{'x2':>7}")
+          f"{'x0.5':>7}{'x2':>7}{'aiter':>10}{'/aiter':>7}{'x0.5':>7}"
+          f"{'x2':>7}{'foreign':>10}{'/foreign':>9}{'x0.5':>7}{'x2':>7}")
     for c in cases:
         print(f"{c.chip:7}{c.projection:9}{c.b:>5}{c.m:>6}"
               f"{num(c.ours_us(), 10)}{num(c.peer_us(), 10)}"
@@ -395,7 +593,13 @@ def print_table(cases):
               f"{c.ours['limiter'] if c.ours else '-':9}"
               f"{num(c.lower_bound_us(), 9)}"
               f"{num(c.ours_over_bound(), 8, 2)}"
-              f"{num(c.ratio(0.5), 7, 2)}{num(c.ratio(2.0), 7, 2)}")
+              f"{num(c.ratio(0.5), 7, 2)}{num(c.ratio(2.0), 7, 2)}"
+              f"{num(c.aiter_us(), 10)}{num(c.aiter_ratio(), 7, 2)}"
+              f"{num(c.aiter_ratio(0.5), 7, 2)}"
+              f"{num(c.aiter_ratio(2.0), 7, 2)}"
+              f"{num(c.foreign_us(), 10)}{num(c.foreign_ratio(), 9, 2)}"
+              f"{num(c.foreign_ratio(0.5), 7, 2)}"
+              f"{num(c.foreign_ratio(2.0), 7, 2)}")
     print()
 
 
@@ -404,19 +608,25 @@ def add(a, b):
 
 
 def print_layers(cases):
-    """Per (chip, B, M): the sum of the projections, ours and best peers."""
+    """Per (chip, B, M): the sum of the projections, ours and the foreign
+    kernels (best peer, AITER as dispatched, best foreign)."""
     layers = {}
     for c in cases:
-        ours, peer, count = layers.get((c.chip, c.b, c.m), (0.0, 0.0, 0))
-        layers[c.chip, c.b, c.m] = (add(ours, c.ours_us()),
-                                    add(peer, c.peer_us()), count + 1)
-    if any(count != len(PROJECTIONS) for _, _, count in layers.values()):
+        sums = layers.get((c.chip, c.b, c.m), (0.0, 0.0, 0.0, 0.0, 0))
+        layers[c.chip, c.b, c.m] = tuple(
+            add(total, value) for total, value in zip(
+                sums, (c.ours_us(), c.peer_us(), c.aiter_us(),
+                       c.foreign_us(), 1)))
+    if any(sums[-1] != len(PROJECTIONS) for sums in layers.values()):
         return
     print("per layer (K-up + V-up), MODELLED kernel time (us)")
-    print(f"{'chip':7}{'B':>5}{'M':>6}{'ours':>10}{'peer':>10}{'ratio':>7}")
-    for (chip, b, m), (ours, peer, _) in layers.items():
+    print(f"{'chip':7}{'B':>5}{'M':>6}{'ours':>10}{'peer':>10}{'ratio':>7}"
+          f"{'aiter':>10}{'/aiter':>7}{'foreign':>10}{'/foreign':>9}")
+    for (chip, b, m), (ours, peer, aiter, foreign, _) in layers.items():
         print(f"{chip:7}{b:>5}{m:>6}{num(ours, 10)}{num(peer, 10)}"
-              f"{num(quotient(ours, peer), 7, 2)}")
+              f"{num(quotient(ours, peer), 7, 2)}{num(aiter, 10)}"
+              f"{num(quotient(ours, aiter), 7, 2)}{num(foreign, 10)}"
+              f"{num(quotient(ours, foreign), 9, 2)}")
     print()
 
 
@@ -429,30 +639,51 @@ def worst(cases, value):
     return f"{score:.2f} ({c.projection} B={c.b} M={c.m})"
 
 
+def met(cases, ratio, target, what):
+    """'n/m cases <= target x WHAT (worst x.xx (...))' over the cases."""
+    compared = [c for c in cases if ratio(c) is not None]
+    count = sum(ratio(c) <= target for c in compared)
+    return (f"{count}/{len(compared)} cases <= {target}x {what} (worst "
+            f"{worst(compared, ratio)})")
+
+
 def print_summary(cases):
     for chip in dict.fromkeys(c.chip for c in cases):
         mine = [c for c in cases if c.chip == chip]
         compared = [c for c in mine if c.ratio() is not None]
-        met = sum(c.ratio() <= TARGET for c in compared)
+        count = sum(c.ratio() <= TARGET for c in compared)
         large = [c for c in mine if c.m >= LB_M]
-        versus = (f"worst ratio {worst(mine, Case.ratio)}; {met}/"
+        versus = (f"worst ratio {worst(mine, Case.ratio)}; {count}/"
                   f"{len(compared)} cases <= {TARGET}; worst ratio at latency "
                   f"x0.5 {worst(mine, lambda c: c.ratio(0.5))}, x2 "
                   f"{worst(mine, lambda c: c.ratio(2.0))}" if compared else
                   "no peer ran")
+        aiter = (met(mine, Case.aiter_ratio, TARGET, "AITER as dispatched")
+                 if any(c.aiter_us() for c in mine) else
+                 "no AITER as dispatched ran")
+        foreign = (met(mine, Case.foreign_ratio, FOREIGN_TARGET,
+                       "best foreign")
+                   if any(c.foreign_us() for c in mine) else
+                   "no foreign kernel ran")
         print(f"{chip}: {versus}; M>={LB_M} worst ours/lower bound "
-              f"{worst(large, Case.ours_over_bound)}")
+              f"{worst(large, Case.ours_over_bound)}; {aiter}; {foreign}")
 
 
 def record(c):
-    best = c.best_peer()
+    best, foreign = c.best_peer(), c.best_foreign()
     rec = {"chip": c.chip, "projection": c.projection, "n": c.n, "k": c.k,
            "b": c.b, "m": c.m, "ours_us": c.ours_us(), "peer_us": c.peer_us(),
-           "lower_bound_us": c.lower_bound_us(),
+           "aiter_us": c.aiter_us(), "best_foreign_us": c.foreign_us(),
+           "lower_bound_us": c.lower_bound_us(), "floor_us": c.floor_us(),
            "limiter": c.ours["limiter"] if c.ours else None,
            "ours_kernel": c.ours["kernel"] if c.ours else None,
-           "peer_kernel": best[0].path.name if best else None}
-    for side, value in (("ours", c.ours_us), ("peer", c.peer_us)):
+           "peer_kernel": best[0].name() if best else None,
+           "aiter_kernel": c.aiter.file if c.aiter_us() else None,
+           "best_foreign_kernel": foreign[0].name() if foreign else None}
+    for side, value in (("ours", c.ours_us), ("peer", c.peer_us),
+                        ("aiter", c.aiter_us),
+                        ("best_foreign", c.foreign_us),
+                        ("floor", c.floor_us)):
         for scale in SCALES[1:]:
             rec[f"{side}_us_latency_x{scale:g}"] = value(scale)
     return rec
@@ -486,6 +717,7 @@ def plot(cases, path, pyplot):
                                          2.8 * len(rows) + 0.6))
     series = (("lower bound", Case.lower_bound_us, ":", "tab:green"),
               ("best peer", Case.peer_us, "-s", "tab:orange"),
+              ("AITER as dispatched", Case.aiter_us, "-^", "tab:red"),
               ("ours", Case.ours_us, "-o", "tab:blue"))
     legend = {}
     for (chip, proj), row in zip(rows, axes):
@@ -506,7 +738,7 @@ def plot(cases, path, pyplot):
         row[0].set_ylabel("kernel time (us)")
     fig.suptitle("MODELLED kernel time (mla-fp8-emu --timing), launch "
                  "overhead excluded")
-    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=3)
+    fig.legend(legend.values(), legend.keys(), loc="lower center", ncol=4)
     margin = 0.4 / fig.get_figheight()  # for the title and the legend
     fig.tight_layout(rect=(0, margin, 1, 1 - margin / 2))
     fig.savefig(path, dpi=100)
@@ -516,8 +748,9 @@ def main(argv):
     args = parse_args(argv)
     pyplot = import_pyplot() if args.plot else None
     emu = find_tool("mla-fp8-emu", args.emu)
-    peers_dir = args.peers or DEFAULT_PEERS
-    peers = find_peers(peers_dir, args.chips) if peers_dir.is_dir() else []
+    dirs = args.peers or [d for d in (DEFAULT_PEERS, DEFAULT_PEERS / "aiter")
+                          if d.is_dir()]
+    peers, records, notes = find_foreign(dirs, args.chips)
     with tempfile.TemporaryDirectory(prefix="kernel-time-") as tmp:
         bundle = args.bundle
         projections = PROJECTIONS
@@ -528,14 +761,14 @@ def main(argv):
             projections = ((f"{args.shape[0]}x{args.shape[1]}",) + args.shape,)
         check_bundle(bundle, args.chips)
         cases = make_cases(args, projections)
-        runs = commands(cases, emu, bundle, peers)
+        runs = commands(cases, emu, bundle, peers, records)
         start = time.monotonic()
         failures = run_all(runs, args.jobs)
     print(f"kernel-time: emulator runs took {time.monotonic() - start:.1f} s "
           f"on {args.jobs} jobs", file=sys.stderr)
-    if not peers_dir.is_dir():
-        print(f"note: no peers directory {peers_dir}: ours only")
-    print_notes(peers, failures, cases)
+    if not dirs:
+        print(f"note: no peers directory {DEFAULT_PEERS}: ours only")
+    print_notes(peers, notes, failures, cases)
     print_table(cases)
     print_layers(cases)
     print_summary(cases)

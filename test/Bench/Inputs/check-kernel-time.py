@@ -2,12 +2,18 @@
 
 Usage: check-kernel-time.py TABLE JSON CASES
 
-Every record's times must be the table row's (as printed, to 3 decimals), the
-ratio ours / peer, and each per-layer row the sum of its chip, B and M's two
-projections. CASES is the number of records expected.
+Every record's times must be the table row's (as printed, to 3 decimals):
+ours, the best peer, AITER as dispatched and the best foreign kernel, with
+the ratios ours / each of them; each per-layer row the sum of its chip, B
+and M's two projections; floor_us the larger of the lower bound and one load and one
+store latency. CASES is the number of records expected.
 """
 import json
 import sys
+
+# (load + store) cycles / clock (GHz) of each chip's default product, from
+# lib/Hardware/DeviceTiming.cpp: the chain floor_us adds, in us.
+CHAIN_US = {"gfx942": 1400 / 2100, "gfx950": 1400 / 2400}
 
 
 def close(text, value, digits):
@@ -15,6 +21,14 @@ def close(text, value, digits):
     if value is None:
         return text == "-"
     return abs(float(text) - value) <= 10**-digits
+
+
+def quotient(a, b):
+    return a / b if a is not None and b else None
+
+
+def add(a, b):
+    return None if a is None or b is None else a + b
 
 
 def main():
@@ -25,29 +39,40 @@ def main():
     rows, layers = {}, {}
     for line in open(table):
         cells = line.split()
-        if len(cells) == 12 and cells[2].isdigit():
+        if len(cells) == 20 and cells[2].isdigit():
             rows[cells[0], cells[1], int(cells[2]), int(cells[3])] = cells
-        elif len(cells) == 6 and cells[1].isdigit():
+        elif len(cells) == 10 and cells[1].isdigit():
             layers[cells[0], int(cells[1]), int(cells[2])] = cells
     sums = {}
     for r in records:
         cells = rows.pop((r["chip"], r["projection"], r["b"], r["m"]))
-        ratio = r["ours_us"] / r["peer_us"] if r["peer_us"] else None
-        for text, value, digits in ((cells[4], r["ours_us"], 3),
-                                    (cells[5], r["peer_us"], 3),
-                                    (cells[6], ratio, 2),
-                                    (cells[8], r["lower_bound_us"], 3)):
+        ours = r["ours_us"]
+        for text, value, digits in (
+                (cells[4], ours, 3), (cells[5], r["peer_us"], 3),
+                (cells[6], quotient(ours, r["peer_us"]), 2),
+                (cells[8], r["lower_bound_us"], 3),
+                (cells[12], r["aiter_us"], 3),
+                (cells[13], quotient(ours, r["aiter_us"]), 2),
+                (cells[16], r["best_foreign_us"], 3),
+                (cells[17], quotient(ours, r["best_foreign_us"]), 2)):
             assert close(text, value, digits), (cells, r)
         assert cells[7] == r["limiter"], (cells, r)
-        ours, peer = sums.get((r["chip"], r["b"], r["m"]), (0.0, 0.0))
-        sums[r["chip"], r["b"], r["m"]] = (
-            ours + r["ours_us"], None if peer is None or r["peer_us"] is None
-            else peer + r["peer_us"])
+        assert (r["aiter_us"] is None) == (r["aiter_kernel"] is None), r
+        # The best foreign kernel is the fastest of all, the peer included.
+        for other in (r["peer_us"], r["aiter_us"]):
+            assert other is None or r["best_foreign_us"] <= other, r
+        floor = max(r["lower_bound_us"], CHAIN_US[r["chip"]])
+        assert abs(r["floor_us"] - floor) < 1e-9, r
+        key = r["chip"], r["b"], r["m"]
+        sums[key] = tuple(add(a, b) for a, b in zip(
+            sums.get(key, (0.0,) * 4),
+            (ours, r["peer_us"], r["aiter_us"], r["best_foreign_us"])))
     assert not rows, f"table rows without a record: {list(rows)}"
-    for key, (ours, peer) in sums.items():
+    for key, (ours, peer, aiter, foreign) in sums.items():
         cells = layers.pop(key)
-        assert close(cells[3], ours, 3) and close(cells[4], peer, 3), (
-            cells, ours, peer)
+        for text, value in ((cells[3], ours), (cells[4], peer),
+                            (cells[6], aiter), (cells[8], foreign)):
+            assert close(text, value, 3), (cells, ours, peer, aiter, foreign)
     assert not layers, f"per-layer rows without records: {list(layers)}"
     print(f"OK: {cases} records, {len(sums)} per-layer sums")
 
