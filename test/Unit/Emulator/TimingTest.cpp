@@ -229,3 +229,108 @@ TEST(Timing, EdgeClasses) {
 }
 
 } // namespace
+
+namespace {
+
+/// A launch of `count` workgroups of 4 waves built by hand: every term of
+/// the launch model has an exact expected value, from the device's
+/// constants, so a model that drops a cost (a buffer's lines, a round, a
+/// CU's second workgroup) fails here, not only one that adds one.
+struct HandLaunch {
+  const DeviceTiming &device = *lookupDeviceTiming("MI300X");
+  LaunchShapeInfo shape;
+  std::vector<WorkgroupTiming> simulated;
+  std::vector<WorkgroupId> ids;
+  std::vector<uint32_t> classOf;
+
+  HandLaunch(unsigned count, uint64_t cycles, uint64_t issue,
+             uint64_t linesEach) {
+    shape.grid = {count, 1, 1};
+    shape.workgroupSize = {256, 1, 1};
+    // 512 VGPRs a wave: one wave per SIMD, one 4-wave workgroup per CU.
+    shape.vgprsPerWave = 512;
+    shape.kernel = "hand";
+    for (unsigned i = 0; i < count; ++i) {
+      WorkgroupTiming wg;
+      wg.cycles = {cycles, cycles / 2, cycles * 2};
+      wg.waveIssueCycles.assign(4, issue);
+      wg.waveMfmaCycles.assign(4, 0);
+      wg.vmemLines = linesEach;
+      // Distinct lines of X (base 1) and Y (base 2); W (base 3) shared by
+      // every workgroup, counted once in HBM and once per workgroup in L2.
+      for (uint64_t l = 0; l < linesEach; ++l) {
+        wg.linesByBuffer[1].push_back(i * linesEach + l);
+        wg.linesByBuffer[2].push_back(i * linesEach + l);
+      }
+      wg.linesByBuffer[3] = {0, 1};
+      simulated.push_back(wg);
+      ids.push_back({i, 0, 0});
+      classOf.push_back(i);
+    }
+  }
+  LaunchTiming run() const {
+    TimingOptions options;
+    options.device = &device;
+    return computeLaunchTiming(device, options, shape, simulated, ids,
+                               classOf);
+  }
+  double us(double cycles) const { return cycles / (device.clockGHz * 1e3); }
+};
+
+unsigned h_cus() { return lookupDeviceTiming("MI300X")->numCUs; }
+
+TEST(Timing, EveryTermExactOverTwoRounds) {
+  // Two workgroups per CU in sequence: two rounds.
+  uint64_t n = 2 * h_cus();
+  HandLaunch h(unsigned(n), 10000, 300, 4);
+  LaunchTiming t = h.run();
+  EXPECT_EQ(t.workgroupsPerCU, 1u);
+  EXPECT_EQ(t.residencyLimit, "vgprs");
+  EXPECT_EQ(t.rounds, 2u);
+  EXPECT_FALSE(t.representative);
+  EXPECT_EQ(t.hbmBytes, (2 * n * 4 + 2) * h.device.lineBytes);
+  EXPECT_EQ(t.l2Bytes, n * (2 * 4 + 2) * h.device.lineBytes);
+  ASSERT_EQ(t.estimates.size(), 3u);
+  const LaunchEstimate &e = t.estimates[0];
+  EXPECT_DOUBLE_EQ(e.hbmMicroseconds,
+                   double(t.hbmBytes) / h.device.hbmBytesPerSecond * 1e6);
+  EXPECT_DOUBLE_EQ(e.l2Microseconds,
+                   double(t.l2Bytes) / h.device.l2BytesPerSecond * 1e6);
+  // A CU runs two workgroups of four 300-cycle waves on its four SIMDs:
+  // 600 cycles, more than its L1's 8 lines.
+  uint64_t l1 = (8 * h.device.lineBytes + h.device.l1BytesPerClockPerCU - 1) /
+                h.device.l1BytesPerClockPerCU;
+  EXPECT_DOUBLE_EQ(e.issueMicroseconds, h.us(double(std::max<uint64_t>(
+                                            600, l1))));
+  EXPECT_DOUBLE_EQ(e.latencyMicroseconds, h.us(2 * 10000.0));
+  EXPECT_EQ(e.limiter, "latency");
+  EXPECT_DOUBLE_EQ(e.kernelMicroseconds, e.latencyMicroseconds);
+  EXPECT_DOUBLE_EQ(e.lowerBoundMicroseconds,
+                   std::max(e.hbmMicroseconds, e.issueMicroseconds));
+  // The latency scales: the workgroup's own cycles at each.
+  EXPECT_DOUBLE_EQ(t.estimates[1].latencyMicroseconds, h.us(2 * 5000.0));
+  EXPECT_DOUBLE_EQ(t.estimates[2].latencyMicroseconds, h.us(2 * 20000.0));
+  // One round more than the CUs hold is a round more.
+  HandLaunch more(unsigned(n) + 1, 10000, 300, 4);
+  EXPECT_EQ(more.run().rounds, 3u);
+}
+
+TEST(Timing, HbmAndIssueLimitsExact) {
+  // Many lines and short workgroups: HBM limits.
+  HandLaunch hbm(h_cus(), 100, 10, 4096);
+  LaunchTiming t = hbm.run();
+  EXPECT_EQ(t.estimates[0].limiter, "hbm");
+  EXPECT_EQ(t.hbmBytes, (2 * uint64_t(h_cus()) * 4096 + 2) *
+                            hbm.device.lineBytes);
+  EXPECT_DOUBLE_EQ(t.estimates[0].kernelMicroseconds,
+                   double(t.hbmBytes) / hbm.device.hbmBytesPerSecond * 1e6);
+  // Long issue and no memory to speak of: the busiest CU's issue limits
+  // when it exceeds the workgroup's own cycles (a wave longer than its
+  // share: 4 waves of 50000 cycles on 4 SIMDs, one workgroup a CU).
+  HandLaunch issue(h_cus(), 1000, 50000, 1);
+  LaunchTiming u = issue.run();
+  EXPECT_EQ(u.estimates[0].limiter, "issue");
+  EXPECT_DOUBLE_EQ(u.estimates[0].issueMicroseconds, issue.us(50000.0));
+}
+
+} // namespace
