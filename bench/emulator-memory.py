@@ -15,7 +15,6 @@ bytes per element of the dominant tensor.
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile

@@ -79,3 +79,16 @@ def tmpfs(tmp_path):
     yield mount
     for point in mounted:
         subprocess.run(["umount", "-l", str(point)], check=False)
+
+
+@pytest.fixture
+def full_tmpfs(tmpfs):
+    """A 64 KiB tmpfs, filled up; skipped where mounting is not allowed."""
+    mount_point = tmpfs("size=64k")
+    with open(mount_point / "filler", "wb", buffering=0) as filler:
+        try:
+            while True:
+                filler.write(b"x" * 4096)
+        except OSError:
+            pass
+    return mount_point

@@ -90,19 +90,6 @@ def test_write_error_raises_and_finally_runs(tmp_path):
     assert "LLVM ERROR" not in child.stderr
 
 
-@pytest.fixture
-def full_tmpfs(tmpfs):
-    """A 64 KiB tmpfs, filled up; skipped where mounting is not allowed."""
-    mount_point = tmpfs("size=64k")
-    with open(mount_point / "filler", "wb", buffering=0) as filler:
-        try:
-            while True:
-                filler.write(b"x" * 4096)
-        except OSError:
-            pass
-    return mount_point
-
-
 def test_full_disk_raises_and_finally_runs(full_tmpfs):
     finally_ran = False
     with pytest.raises(ValueError, match="No space left on device"):

@@ -349,14 +349,8 @@ def test_a_read_only_cache_is_a_value_error(rng, monkeypatch, tmpfs):
 
 
 def test_a_full_cache_is_a_value_error_and_leaves_no_bundle(
-        rng, monkeypatch, tmpfs):
-    cache = tmpfs("size=64k")
-    with open(cache / "filler", "wb", buffering=0) as filler:
-        try:
-            while True:
-                filler.write(b"x" * 4096)
-        except OSError:
-            pass
+        rng, monkeypatch, full_tmpfs):
+    cache = full_tmpfs
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     with pytest.raises(ValueError, match=r"^group_size: .*No space left"), \
             pytest.warns(RuntimeWarning, match="compiling the missing"):
