@@ -104,7 +104,8 @@ def run_case(emu, kernels_json, record, case):
                limiter=model["limiter"], terms_us=model["terms_us"],
                lower_bound_us=model["lower_bound_us"],
                launch_overhead_us=model.get("launch_overhead_us"),
-               workgroups=model["workgroups"])
+               workgroups=model["workgroups"],
+               model_version=model.get("model_version", 1))
     row["ratio"] = row["model_us"] / row["published_us"]
     return row
 
@@ -133,7 +134,14 @@ def summary(rows):
         return {"cases": len(rows), "checked": 0}
     within = sum(1 for r in passed if abs(r["ratio"] - 1) <= BAND)
     worst = max(passed, key=lambda r: abs(math.log(r["ratio"])))
+    by_source = {}
+    for r in passed:
+        by_source.setdefault(r["source"], []).append(r["ratio"])
     return {"cases": len(rows), "checked": len(passed),
+            "model_versions": sorted({r["model_version"] for r in passed}),
+            "median_ratio_by_source": {
+                source: statistics.median(ratios)
+                for source, ratios in sorted(by_source.items())},
             "within_25_percent": within,
             "median_abs_log_error": statistics.median(errors),
             "median_ratio": statistics.median(r["ratio"] for r in passed),
@@ -214,7 +222,11 @@ def main():
               f"published time at latency x1; model/published median "
               f"{stats['median_ratio']:.2f}; |ln(model/published)| median "
               f"{stats['median_abs_log_error']:.3f}, worst "
-              f"{stats['worst_abs_log_error']:.3f} ({stats['worst']})")
+              f"{stats['worst_abs_log_error']:.3f} ({stats['worst']}); "
+              f"timing model version "
+              f"{', '.join(map(str, stats['model_versions']))}")
+        for source, ratio in stats["median_ratio_by_source"].items():
+            print(f"  model/published median {ratio:.2f}: {source}")
     if args.json:
         Path(args.json).write_text(json.dumps(
             {"summary": stats, "cases": rows}, indent=1) + "\n")

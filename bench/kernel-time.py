@@ -23,43 +23,43 @@ of ../shared/peer-kernels: every *.hsaco whose file name gives the chip, N and
 K (e.g. triton_gfx942_N512_K128_BM16_BN128_w8.hsaco) runs with
 --abi=triton-peer and the dynamic LDS that DIR/README.md's table gives.
 
+A record with "even_mn": true was compiled with the EVEN_MN fast path
+(unmasked stores): it is valid only where M and N divide by its tile, its
+config's BLOCK_SIZE_M and BLOCK_SIZE_N, and is not run at any other case (its
+Y would be wrong). A record with even_mn false, or without it, is valid at
+every case.
+
 The columns: "peer" is the fastest README-table (Triton) peer, as before;
 "aiter" is AITER as dispatched: of the records that have an m_bucket (AITER's
 prequant kernel compiled per M bucket, ../shared/peer-kernels/aiter), the one
 AITER picks for M, i.e. the bucket with the smallest m_max >= M (M_LEQ_16,
-M_LEQ_32, ..., M_LEQ_256), else the record whose m_max is null ('any');
-"foreign" is the fastest of every foreign kernel at that case (all peers
-directories, all AITER buckets). Each is followed by ours / it, also at 0.5x
-and 2x of the memory latency (the one compared with at each scale is the
-fastest at that scale; AITER as dispatched is its bucket's at every scale).
-The summary line says how many cases are at most 0.8x the best peer, 0.8x
-AITER as dispatched and 1.0x the best foreign kernel.
+M_LEQ_32, ..., M_LEQ_256), else the bucket whose m_max is null ('any'); in
+that bucket, its even_mn record where that is valid, else its record without
+even_mn, as AITER's JIT picks ("-" where the bucket has neither); "foreign"
+is the fastest of every foreign kernel valid at that case (all peers
+directories, all AITER buckets and variants). Each is followed by ours / it,
+also at 0.5x and 2x of the memory latency (the one compared with at each
+scale is the fastest at that scale; AITER as dispatched is its one record at
+every scale). The summary line says how many cases are at most 0.8x the best
+peer, 0.8x AITER as dispatched and 1.0x the best foreign kernel.
 
 Every figure is MODELLED time, not a measurement: the emulator's timing model
 of one launch on the chip's nominal product (MI300X for gfx942, MI355X for
 gfx950), whose constants and their sources are in
-lib/Hardware/DeviceTiming.cpp. Times are kernel execution only, from the
-first wave's start to the last wave's end; the launch overhead is printed
-apart. The model's global-memory latency is uncertain, hence the ratios at
-0.5x and 2x of it.
+lib/Hardware/DeviceTiming.cpp; the table names the model's version. Times are
+what a profiler's kernel trace would show: the waves' time plus the model's
+dispatch window; the launch overhead is left out. The model's global-memory
+latency is uncertain, hence the ratios at 0.5x and 2x of it.
 
---json writes one record per case: ours_us, peer_us, aiter_us (null where no
-AITER record of the chip and shape ran), best_foreign_us (null where no
+--json writes one record per case: ours_us, peer_us, aiter_us (null where
+AITER's pick is absent or did not run), best_foreign_us (null where no
 foreign kernel ran), lower_bound_us, floor_us, the kernels behind them, and
 the times at 0.5x and 2x of the memory latency. lower_bound_us is the model's
-max(HBM, issue), what the launch would take if every memory wait were hidden.
-floor_us makes it physical with the one dependent chain no kernel avoids (a
-global load round trip, its group's compute and a store), which no overlap
-hides:
-    floor_us = max(lower_bound_us, s * (load + store) / clock)
-(the group's compute left out, so it stays a lower bound; the model overlaps
-its terms with max(), so the chain bounds the time beside the HBM and issue
-terms, not on top of them) with load = 900 and store = 500 cycles
-(vmemLoadLatency, vmemStoreLatency) and clock = 2.1 GHz (MI300X), 2.4 GHz
-(MI355X) or 2.2 GHz (MI350X), from lib/Hardware/DeviceTiming.cpp
-(docs/timing-model.md, "The constants"), since the timing JSON gives
-neither; s is the latency scale (1 for floor_us): the chain is 0.667 us on
-MI300X and 0.583 us on MI355X.
+window + max(HBM, issue), what the launch would take if every memory wait
+were hidden.
+floor_us is the emulator's own floor_us (docs/timing-model.md): the lower
+bound, or the dispatch window plus the one dependent chain no kernel avoids
+(a global load's round trip and a store's), whichever is longer.
 
 --shape N,K times our kernel for one explicit (N, K) instead: it generates a
 bundle of a model whose K-up projection has that shape (mla-fp8-aot
@@ -91,12 +91,8 @@ PEER_NAME = re.compile(r"(gfx9[0-9a-f]+)_N(\d+)_K(\d+)")
 SCALES = (1.0, 0.5, 2.0)  # memory-latency scales: nominal, then sensitivity
 TARGET = 0.8  # the issue's goal for ours / best peer and / AITER
 FOREIGN_TARGET = 1.0  # the goal for ours / best foreign kernel
+FLOOR_SLACK = 1.05  # where 0.8x AITER is below the floor: within 5 % of it
 LB_M = 64  # from this M on, ours is compared with the model's lower bound
-# The minimal dependent chain of floor_us, per product the emulator's report
-# names: (clock GHz, vmemLoadLatency, vmemStoreLatency cycles), from
-# lib/Hardware/DeviceTiming.cpp (docs/timing-model.md, "The constants").
-CHAIN = {"MI300X": (2.1, 900, 500), "MI355X": (2.4, 900, 500),
-         "MI350X": (2.2, 900, 500)}
 BUCKET_LIMIT = re.compile(r"M_LEQ_(\d+)$")
 
 
@@ -131,9 +127,17 @@ class Foreign:
     k: int
     m_bucket: str | None  # AITER's M bucket, for AITER's per-bucket builds
     m_max: int | None  # the bucket's largest M; None: any M
+    # The (BLOCK_SIZE_M, BLOCK_SIZE_N) of an EVEN_MN build, valid only where
+    # it divides M and N; None: no even_mn, valid everywhere.
+    even_tile: tuple[int, int] | None = None
 
     def name(self):
         return self.file
+
+    def valid(self, m, n):
+        """Whether the kernel's Y is right at M and N (docstring)."""
+        return (self.even_tile is None or
+                (m % self.even_tile[0] == 0 and n % self.even_tile[1] == 0))
 
     def what(self):
         return f"foreign {self.kernels_json.parent.name}/{self.file}"
@@ -190,12 +194,10 @@ class Case:
                 else None)
 
     def floor_us(self, scale=1.0):
-        """max(lower bound, one load and one store latency) (docstring)."""
-        if not self.ours or self.ours.get("device") not in CHAIN:
-            return None
-        clock, load, store = CHAIN[self.ours["device"]]
-        return max(self.lower_bound_us(scale),
-                   scale * (load + store) / (clock * 1e3))
+        """The emulator's floor_us (docstring); None from a model before
+        version 2, which gave none."""
+        return (model_us(self.ours, scale, "floor_us")
+                if self.ours and "floor_us" in self.ours else None)
 
     def ours_over_bound(self):
         return quotient(self.ours_us(), self.lower_bound_us())
@@ -386,6 +388,24 @@ def bucket_limit(record):
     return int(match[1]) if match else None
 
 
+def even_tile(path, record):
+    """(BLOCK_SIZE_M, BLOCK_SIZE_N) of a record whose even_mn is true, None
+    where it is false or absent."""
+    even = record.get("even_mn", False)
+    if not isinstance(even, bool):
+        raise UserError(f"{path}: {record['file']}: even_mn is not true or "
+                        "false")
+    if not even:
+        return None
+    config = record.get("config")
+    tile = tuple(config.get(key) for key in ("BLOCK_SIZE_M", "BLOCK_SIZE_N")
+                 ) if isinstance(config, dict) else ()
+    if len(tile) != 2 or not all(type(t) is int and t > 0 for t in tile):
+        raise UserError(f"{path}: {record['file']}: even_mn is true but its "
+                        "config gives no BLOCK_SIZE_M and BLOCK_SIZE_N")
+    return tile
+
+
 def find_records(peers_dir, chips):
     """Foreign kernels of DIR/kernels.json for the chips, and a note or None.
 
@@ -413,7 +433,7 @@ def find_records(peers_dir, chips):
             bucket = r.get("m_bucket")
             kernels[r["file"]] = Foreign(
                 path, r["file"], r["chip"], n, k, bucket,
-                bucket_limit(r) if bucket else None)
+                bucket_limit(r) if bucket else None, even_tile(path, r))
     what = (f"{len(shapeless)} code objects" if len(shapeless) > 1 else
             "1 code object")
     note = (f"{path}: the records of {what} give no N and K and are not "
@@ -434,16 +454,22 @@ def find_foreign(dirs, chips):
     return peers, records, notes
 
 
-def dispatch(records, m):
-    """The AITER record AITER picks for M, from records of one shape.
+def dispatch(records, m, n):
+    """The AITER record AITER picks for M and N, from records of one shape.
 
     The bucket with the smallest m_max >= M, else the one whose m_max is
-    null ('any'); None where neither exists.
+    null ('any'); in it, the even_mn record where it is valid at M and N,
+    else the one without even_mn. None where there is no such bucket or
+    record.
     """
-    fits = [r for r in records if r.m_max is not None and r.m_max >= m]
-    if fits:
-        return min(fits, key=lambda r: r.m_max)
-    return next((r for r in records if r.m_max is None), None)
+    limits = {r.m_max for r in records}
+    fits = [limit for limit in limits if limit is not None and limit >= m]
+    if not fits and None not in limits:
+        return None
+    bucket = [r for r in records if r.m_max == (min(fits) if fits else None)]
+    even = [r for r in bucket if r.even_tile and r.valid(m, n)]
+    plain = [r for r in bucket if not r.even_tile]
+    return (even or plain or [None])[0]
 
 
 def first_line(text):
@@ -510,10 +536,12 @@ def commands(cases, emu, bundle, peers, records):
         mine = [r for r in records
                 if (r.chip, r.n, r.k) == (case.chip, case.n, case.k)]
         for r in mine:
-            runs.append(Run(case, r, [str(emu), "--foreign",
-                                      str(r.kernels_json), "--file", r.file]
-                            + size + shape))
-        case.aiter = dispatch([r for r in mine if r.m_bucket], case.m)
+            if r.valid(case.m, case.n):  # an even_mn build only where valid
+                runs.append(Run(case, r, [str(emu), "--foreign",
+                                          str(r.kernels_json), "--file",
+                                          r.file] + size + shape))
+        case.aiter = dispatch([r for r in mine if r.m_bucket], case.m,
+                              case.n)
     return runs
 
 
@@ -574,6 +602,8 @@ def print_notes(peers, notes, failures, cases):
     launch = ", ".join(
         f"{chip} ({r['device']}) {r['launch_overhead_us']:.3f} us"
         for chip, r in reports.items())
+    versions = sorted({str(r.get("model_version", 1)) for r in reports.values()})
+    print(f"timing model version {', '.join(versions) or '-'}")
     print(f"launch overhead, excluded from every time below: {launch or '-'}")
     print()
 
@@ -667,6 +697,33 @@ def print_summary(cases):
                    "no foreign kernel ran")
         print(f"{chip}: {versus}; M>={LB_M} worst ours/lower bound "
               f"{worst(large, Case.ours_over_bound)}; {aiter}; {foreign}")
+        goal = [c for c in mine if c.aiter_us() is not None]
+        if goal:
+            print(f"{chip}: goal {goal_met(goal)}")
+
+
+def goal_met(cases):
+    """The goal against AITER as dispatched: ours <= 0.8x it, or within 5 %
+    of the floor where 0.8x it lies below the floor; and <= 1.0x it at 0.5x
+    and 2x of the memory latency."""
+    def nominal(c):
+        floor = c.floor_us()
+        return (c.aiter_ratio() <= TARGET or
+                (floor is not None and TARGET * c.aiter_us() < floor and
+                 c.ours_us() <= FLOOR_SLACK * floor))
+    def scaled(c):
+        return all(c.aiter_ratio(s) is not None and c.aiter_ratio(s) <= 1.0
+                   for s in SCALES[1:])
+    missed = [c for c in cases if not nominal(c)]
+    shown = ", ".join(f"{c.projection} B={c.b} M={c.m} "
+                      f"{c.aiter_ratio():.2f}" for c in missed[:6])
+    return (f"{len(cases) - len(missed)}/{len(cases)} cases <= {TARGET}x "
+            f"AITER as dispatched or within {FLOOR_SLACK - 1:.0%} of the "
+            f"floor" + (f" (missed: {shown}"
+                        f"{', ...' if len(missed) > 6 else ''})" if missed
+                        else "") +
+            f"; {sum(map(scaled, cases))}/{len(cases)} <= 1.0x it at "
+            f"latency x0.5 and x2")
 
 
 def record(c):

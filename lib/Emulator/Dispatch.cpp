@@ -10,6 +10,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
+#include <optional>
 #include <limits>
 #include <thread>
 
@@ -56,9 +57,10 @@ public:
                      uint64_t dispatchPtr, uint64_t queuePtr,
                      ArrayRef<uint8_t> kernargBytes, DeviceMemory &mem,
                      std::vector<uint8_t> &lds, ExecStats &stats,
-                     WorkgroupTiming *timing);
+                     WorkgroupTiming *timing, unsigned coResident);
   Error runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
-                WaveTimeline *timeline, WorkgroupAccumulator *group);
+                WaveTimeline *timeline, WorkgroupAccumulator *group,
+                std::vector<TimelineStep> *record);
 };
 
 /// Prints `inst` and its first result operand after execution.
@@ -84,8 +86,8 @@ static void traceInst(ExecContext &ctx, const Inst &inst) {
 }
 
 Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
-                            WaveTimeline *timeline,
-                            WorkgroupAccumulator *group) {
+                            WaveTimeline *timeline, WorkgroupAccumulator *group,
+                            std::vector<TimelineStep> *record) {
   WaveState &w = ctx.w;
   ExecStats &st = ctx.stats;
   while (!w.ended && !w.atBarrier) {
@@ -102,7 +104,10 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
     if (trace)
       traceInst(ctx, inst);
     if (timeline) {
-      timeline->step(inst, *ctx.accesses, *group);
+      TimelineStep step = timeline->account(inst, *ctx.accesses, *group);
+      timeline->advance(step);
+      if (record)
+        record->push_back(step);
       ctx.accesses->clear();
     }
     ++st.instructions;
@@ -140,25 +145,35 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
   return Error::success();
 }
 
-/// The workgroup's share of the launch model, from its waves' timelines.
-static void
-summarizeWorkgroup(const std::vector<std::unique_ptr<WaveTimeline>> &timelines,
-                   const WorkgroupAccumulator &group, WorkgroupTiming &out) {
+/// The workgroup's share of the launch model, from its waves' timelines:
+/// `timelines` ran the workgroup (and counted its instructions), `copies`
+/// the co-resident copies of it that shared its CU.
+static void summarizeWorkgroup(
+    const std::vector<std::unique_ptr<WaveTimeline>> &timelines,
+    const std::vector<std::unique_ptr<WaveTimeline>> &copies,
+    const WorkgroupAccumulator &group, WorkgroupTiming &out) {
   unsigned scales = timelines.front()->getNumScales();
+  unsigned numWaves = timelines.size();
   out.cycles.assign(scales, 0);
-  for (unsigned wi = 0; wi < timelines.size(); ++wi) {
-    const WaveTimeline &t = *timelines[wi];
+  const WaveTimeline *critical = timelines.front().get();
+  auto visit = [&](const WaveTimeline &t, unsigned wave) {
     for (unsigned s = 0; s < scales; ++s)
       out.cycles[s] = std::max(out.cycles[s], t.end(s));
-    if (t.end(0) > timelines[out.criticalWave]->end(0))
-      out.criticalWave = wi;
-    out.waveIssueCycles.push_back(t.getIssueCycles());
-    out.waveMfmaCycles.push_back(t.getMfmaCycles());
+    if (t.end(0) > critical->end(0)) {
+      critical = &t;
+      out.criticalWave = wave;
+    }
+  };
+  for (unsigned wi = 0; wi < numWaves; ++wi) {
+    visit(*timelines[wi], wi);
+    out.waveIssueCycles.push_back(timelines[wi]->getIssueCycles());
+    out.waveMfmaCycles.push_back(timelines[wi]->getMfmaCycles());
   }
-  const WaveTimeline &critical = *timelines[out.criticalWave];
-  out.criticalCounts = critical.getCounts();
-  out.criticalStalls = critical.getStalls();
-  out.criticalSites = critical.getStallSites();
+  for (unsigned i = 0; i < copies.size(); ++i)
+    visit(*copies[i], i % numWaves);
+  out.criticalCounts = timelines[out.criticalWave]->getCounts();
+  out.criticalStalls = critical->getStalls();
+  out.criticalSites = critical->getStallSites();
   out.scalarInstructions = group.scalarInstructions;
   out.ldsCycles = group.ldsCycles;
   out.vmemLines = group.vmemLines;
@@ -168,13 +183,64 @@ summarizeWorkgroup(const std::vector<std::unique_ptr<WaveTimeline>> &timelines,
     out.bufferLines[base] = cap;
 }
 
+/// Times `copies` more copies of a workgroup whose waves executed `records`,
+/// on the CU `cu` they share with it: each copy's waves run their records
+/// up to each barrier, which opens at the latest arrival, as the workgroup
+/// itself ran.
+static std::vector<std::unique_ptr<WaveTimeline>>
+replayCopies(const DeviceTiming &device, ArrayRef<double> latencyScales,
+             SharedCU &cu, unsigned simds,
+             const std::vector<std::vector<TimelineStep>> &records,
+             unsigned copies) {
+  unsigned numWaves = records.size();
+  std::vector<std::unique_ptr<WaveTimeline>> out;
+  for (unsigned c = 1; c <= copies; ++c) {
+    std::vector<std::unique_ptr<WaveTimeline>> waves;
+    for (unsigned wi = 0; wi < numWaves; ++wi)
+      waves.push_back(std::make_unique<WaveTimeline>(
+          device, latencyScales, &cu, (c * numWaves + wi) % simds));
+    std::vector<size_t> next(numWaves, 0);
+    while (true) {
+      bool anyRunning = false;
+      std::vector<bool> atBarrier(numWaves, false);
+      for (unsigned wi = 0; wi < numWaves; ++wi) {
+        const std::vector<TimelineStep> &r = records[wi];
+        while (next[wi] < r.size()) {
+          const TimelineStep &step = r[next[wi]++];
+          waves[wi]->advance(step);
+          if (step.inst->timing == TimingKind::Barrier) {
+            atBarrier[wi] = true;
+            break;
+          }
+        }
+        anyRunning |= atBarrier[wi];
+      }
+      if (!anyRunning)
+        break;
+      for (unsigned s = 0; s < waves[0]->getNumScales(); ++s) {
+        uint64_t open = 0;
+        for (unsigned wi = 0; wi < numWaves; ++wi)
+          if (atBarrier[wi])
+            open = std::max(open, waves[wi]->now(s));
+        for (unsigned wi = 0; wi < numWaves; ++wi)
+          if (atBarrier[wi])
+            waves[wi]->leaveBarrier(s, open);
+      }
+    }
+    for (auto &w : waves)
+      out.push_back(std::move(w));
+  }
+  return out;
+}
+
 Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
                                  std::array<uint32_t, 3> wg,
                                  uint64_t kernargAddr, uint64_t dispatchPtr,
                                  uint64_t queuePtr,
                                  ArrayRef<uint8_t> kernargBytes,
                                  DeviceMemory &mem, std::vector<uint8_t> &lds,
-                                 ExecStats &stats, WorkgroupTiming *timing) {
+                                 ExecStats &stats, WorkgroupTiming *timing,
+                                 unsigned coResident) {
   const KernelDescriptor &kd = k.descriptor;
   const auto &ws = cfg.workgroupSize;
   uint32_t items = ws[0] * ws[1] * ws[2];
@@ -265,15 +331,27 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
   for (WaveState &w : waves)
     ctxs.push_back(std::make_unique<ExecContext>(
         w, mem, lds.data(), uint32_t(lds.size()), stats, co->getChip()));
+  // The timing model: the workgroup's waves share a CU, a SIMD for every
+  // fourth wave, with the co-resident copies of the workgroup the launch
+  // puts beside it. Those copies replay what its waves executed, as long as
+  // the record stays within kMaxReplaySteps.
   std::vector<std::unique_ptr<WaveTimeline>> timelines;
   std::vector<std::vector<MemRecord>> accesses(timing ? numWaves : 0);
+  std::vector<std::vector<TimelineStep>> records(
+      timing && coResident > 1 ? numWaves : 0);
   WorkgroupAccumulator group;
-  if (timing)
+  const ChipInfo &chip = co->getChip();
+  std::optional<SharedCU> cu;
+  if (timing) {
+    cu.emplace(cfg.timing->latencyScales.size(), chip.simdsPerCU);
     for (unsigned wi = 0; wi < numWaves; ++wi) {
       timelines.push_back(std::make_unique<WaveTimeline>(
-          *cfg.timing->device, cfg.timing->latencyScales));
+          *cfg.timing->device, cfg.timing->latencyScales, &*cu,
+          wi % chip.simdsPerCU));
       ctxs[wi]->accesses = &accesses[wi];
     }
+  }
+  uint64_t recorded = 0;
   // Waves take turns: each runs until it ends or reaches a barrier; the
   // barrier opens once every wave still running has reached it, at the
   // latest arrival's time.
@@ -285,9 +363,21 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
         continue;
       bool trace = cfg.traceWave == int(ctx.w.waveIdInGroup) && wg[0] == 0 &&
                    wg[1] == 0 && wg[2] == 0;
+      std::vector<TimelineStep> *record =
+          records.empty() ? nullptr : &records[wi];
+      size_t before = record ? record->size() : 0;
       if (Error e = runWave(ctx, cfg.maxStepsPerWave, trace,
-                            timing ? timelines[wi].get() : nullptr, &group))
+                            timing ? timelines[wi].get() : nullptr, &group,
+                            record))
         return e;
+      if (record) {
+        recorded += record->size() - before;
+        if (recorded > kMaxReplaySteps) {
+          // Too long to keep: the copies are not simulated.
+          records.clear();
+          records.shrink_to_fit();
+        }
+      }
       anyRunning |= !ctx.w.ended;
     }
     if (!anyRunning)
@@ -305,8 +395,14 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
     for (auto &ctx : ctxs)
       ctx->w.atBarrier = false;
   }
-  if (timing)
-    summarizeWorkgroup(timelines, group, *timing);
+  if (timing) {
+    std::vector<std::unique_ptr<WaveTimeline>> copies;
+    if (!records.empty())
+      copies = replayCopies(*cfg.timing->device, cfg.timing->latencyScales,
+                            *cu, chip.simdsPerCU, records, coResident - 1);
+    summarizeWorkgroup(timelines, copies, group, *timing);
+    timing->coResidentSimulated = records.empty() ? 1 : coResident;
+  }
   if (cfg.onWaveEnd)
     for (WaveState &w : waves)
       cfg.onWaveEnd(w);
@@ -516,6 +612,16 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
     total = toRun.size();
   }
   std::vector<WorkgroupTiming> simulated(timing ? total : 0);
+  LaunchShapeInfo shape;
+  shape.grid = grid;
+  shape.workgroupSize = ws;
+  shape.vgprsPerWave = kd.getAllocatedVgprs();
+  shape.ldsBytes = ldsBytes;
+  shape.kernel = kernel.str();
+  unsigned coResident =
+      timing ? getCoResidentWorkgroups(*timing->device, impl->co->getChip(),
+                                       shape, uint64_t(workgroups))
+             : 1;
   unsigned threads = cfg.threads
                          ? cfg.threads
                          : std::max(1u, std::thread::hardware_concurrency());
@@ -533,7 +639,8 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
       std::array<uint32_t, 3> wg = idOf(timing ? toRun[index] : index);
       if (Error e = impl->runWorkgroup(
               k, cfg, wg, kernargAddr, packetAddr, queueAddr, seg, memory, lds,
-              perThread[t], timing ? &simulated[index] : nullptr)) {
+              perThread[t], timing ? &simulated[index] : nullptr,
+              coResident)) {
         errors[t] = toString(std::move(e));
         failed = true;
       }
@@ -555,12 +662,6 @@ Expected<ExecStats> Emulator::dispatch(StringRef kernel,
   for (const ExecStats &s : perThread)
     stats.merge(s);
   if (timing) {
-    LaunchShapeInfo shape;
-    shape.grid = grid;
-    shape.workgroupSize = ws;
-    shape.vgprsPerWave = kd.getAllocatedVgprs();
-    shape.ldsBytes = ldsBytes;
-    shape.kernel = kernel.str();
     std::vector<WorkgroupId> ids;
     for (uint64_t i : toRun)
       ids.push_back(idOf(i));

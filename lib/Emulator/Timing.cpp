@@ -14,7 +14,10 @@
 //            wave), its scalar instructions (one per clock), LDS cycles and
 //            L1 lines.
 //   latency  rounds of resident workgroups x the longest workgroup's
-//            timeline, residency from VGPRs, LDS and wave slots.
+//            timeline, residency from VGPRs, LDS and wave slots (a
+//            workgroup's timeline was simulated beside its co-resident
+//            copies, Dispatch.cpp).
+// kernel time = the dispatch window + the largest term.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,6 +52,8 @@ StringRef getStallReasonName(StallReason reason) {
     return "lds-pipe";
   case StallReason::VmemPipe:
     return "vmem-pipe";
+  case StallReason::SimdIssue:
+    return "simd-issue";
   }
   return "?";
 }
@@ -69,15 +74,8 @@ classifyByGridEdges(const WorkgroupId &grid, std::array<bool, 3> exact) {
   };
 }
 
-namespace {
-struct Residency {
-  unsigned workgroups;
-  std::string limit;
-};
-} // namespace
-
-static Residency getResidency(const DeviceTiming &device, const ChipInfo &chip,
-                              const LaunchShapeInfo &shape, unsigned waves) {
+Residency getResidency(const DeviceTiming &device, const ChipInfo &chip,
+                       const LaunchShapeInfo &shape, unsigned waves) {
   unsigned simds = chip.simdsPerCU;
   // Workgroups that fit `perSimd` waves on every SIMD: small workgroups
   // share SIMDs, larger ones spread their waves over all of them.
@@ -97,6 +95,19 @@ static Residency getResidency(const DeviceTiming &device, const ChipInfo &chip,
     r = {byLds, "lds"};
   r.workgroups = std::max(1u, r.workgroups);
   return r;
+}
+
+unsigned getCoResidentWorkgroups(const DeviceTiming &device,
+                                 const ChipInfo &chip,
+                                 const LaunchShapeInfo &shape,
+                                 uint64_t workgroups) {
+  uint64_t items = uint64_t(shape.workgroupSize[0]) * shape.workgroupSize[1] *
+                   shape.workgroupSize[2];
+  unsigned waves = unsigned(std::max<uint64_t>(1, (items + 63) / 64));
+  uint64_t perCU = (workgroups + device.numCUs - 1) / device.numCUs;
+  return unsigned(std::max<uint64_t>(
+      1, std::min<uint64_t>(getResidency(device, chip, shape, waves).workgroups,
+                            perCU)));
 }
 
 LaunchTiming computeLaunchTiming(const DeviceTiming &device,
@@ -126,6 +137,11 @@ LaunchTiming computeLaunchTiming(const DeviceTiming &device,
   out.residencyLimit = res.limit;
   out.rounds = (out.workgroups + uint64_t(device.numCUs) * res.workgroups - 1) /
                (uint64_t(device.numCUs) * res.workgroups);
+  out.coResidentWorkgroups =
+      getCoResidentWorkgroups(device, *chip, shape, out.workgroups);
+  for (const WorkgroupTiming &wg : simulated)
+    out.coResidentWorkgroups =
+        std::min(out.coResidentWorkgroups, wg.coResidentSimulated);
 
   // Members per class.
   std::vector<uint64_t> members(simulated.size(), 0);
@@ -222,9 +238,18 @@ LaunchTiming computeLaunchTiming(const DeviceTiming &device,
     auto *best = std::max_element(
         std::begin(terms), std::end(terms),
         [](const auto &a, const auto &b) { return a.first < b.first; });
-    e.kernelMicroseconds = best->first;
+    e.dispatchWindowMicroseconds = device.dispatchWindowMicroseconds;
+    e.kernelMicroseconds = e.dispatchWindowMicroseconds + best->first;
     e.limiter = best->second;
-    e.lowerBoundMicroseconds = std::max(e.hbmMicroseconds, e.issueMicroseconds);
+    e.lowerBoundMicroseconds =
+        e.dispatchWindowMicroseconds +
+        std::max(e.hbmMicroseconds, e.issueMicroseconds);
+    e.floorMicroseconds = std::max(
+        e.lowerBoundMicroseconds,
+        e.dispatchWindowMicroseconds +
+            device.cyclesToMicroseconds(
+                e.latencyScale *
+                double(device.vmemLoadLatency + device.vmemStoreLatency)));
     out.estimates.push_back(e);
   }
   return out;
@@ -256,7 +281,7 @@ void printLaunchTiming(raw_ostream &os, const LaunchTiming &t,
     return;
   }
   const LaunchEstimate &e = t.estimates.front();
-  os << "timing model: " << t.device << ", kernel " << t.kernel << ", grid "
+  os << "timing model " << kTimingModelVersion << ": " << t.device << ", kernel " << t.kernel << ", grid "
      << t.grid[0] << "x" << t.grid[1] << "x" << t.grid[2] << " ("
      << t.workgroups << " workgroups of " << t.wavesPerWorkgroup << " waves; "
      << t.simulatedWorkgroups << " simulated"
@@ -265,8 +290,13 @@ void printLaunchTiming(raw_ostream &os, const LaunchTiming &t,
                e.kernelMicroseconds, e.limiter.c_str());
   os << format("  launch        %10.3f us  (not included)\n",
                t.launchOverheadMicroseconds);
-  os << format("  lower bound   %10.3f us  max(hbm, issue)\n",
+  os << format("  lower bound   %10.3f us  window + max(hbm, issue)\n",
                e.lowerBoundMicroseconds);
+  os << format("  floor         %10.3f us  max(lower bound, window + load + "
+               "store latency)\n",
+               e.floorMicroseconds);
+  os << format("  window        %10.3f us  dispatch start and end (included)\n",
+               e.dispatchWindowMicroseconds);
   os << format("  hbm           %10.3f us  %llu bytes\n", e.hbmMicroseconds,
                (unsigned long long)t.hbmBytes);
   os << format("  l2            %10.3f us  %llu bytes requested\n",
@@ -276,7 +306,8 @@ void printLaunchTiming(raw_ostream &os, const LaunchTiming &t,
                e.latencyMicroseconds, (unsigned long long)t.rounds,
                (unsigned long long)e.longestWorkgroupCycles);
   os << "  residency     " << t.workgroupsPerCU << " workgroups per CU ("
-     << t.residencyLimit << "), " << t.vgprsPerWave << " VGPRs per wave\n";
+     << t.residencyLimit << "), " << t.vgprsPerWave << " VGPRs per wave; "
+     << t.coResidentWorkgroups << " simulated together\n";
   for (const LaunchEstimate &s : ArrayRef(t.estimates).drop_front())
     os << format("  memory latency x%-4g kernel time %.3f us (%s)\n",
                  s.latencyScale, s.kernelMicroseconds, s.limiter.c_str());
@@ -316,6 +347,8 @@ void printLaunchTimingJSON(raw_ostream &os, const LaunchTiming &t,
     j.attribute("kernel_us", e.kernelMicroseconds);
     j.attribute("limiter", e.limiter);
     j.attribute("lower_bound_us", e.lowerBoundMicroseconds);
+    j.attribute("dispatch_window_us", e.dispatchWindowMicroseconds);
+    j.attribute("floor_us", e.floorMicroseconds);
     j.attributeObject("terms_us", [&] {
       j.attribute("hbm", e.hbmMicroseconds);
       j.attribute("l2", e.l2Microseconds);
@@ -325,6 +358,7 @@ void printLaunchTimingJSON(raw_ostream &os, const LaunchTiming &t,
     j.attribute("longest_workgroup_cycles", int64_t(e.longestWorkgroupCycles));
   };
   j.object([&] {
+    j.attribute("model_version", int64_t(kTimingModelVersion));
     j.attribute("device", t.device);
     j.attribute("kernel", t.kernel);
     triple("grid", t.grid);
@@ -341,6 +375,7 @@ void printLaunchTimingJSON(raw_ostream &os, const LaunchTiming &t,
       j.attribute("vgprs_per_wave", int64_t(t.vgprsPerWave));
       j.attribute("waves_per_workgroup", int64_t(t.wavesPerWorkgroup));
       j.attribute("rounds", int64_t(t.rounds));
+      j.attribute("simulated_together", int64_t(t.coResidentWorkgroups));
     });
     if (!t.estimates.empty())
       estimate(t.estimates.front());

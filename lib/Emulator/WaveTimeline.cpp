@@ -4,17 +4,23 @@
 //   - Every instruction takes one issue slot (issueCycles); a quarter-rate
 //     VALU instruction takes quarterRateCycles; s_nop N takes N + 1 slots
 //     (one wait state is one issue slot, the unit of LLVM's hazard counts).
+//   - VALU instructions and MFMA issues take the SIMD's VALU issue, which
+//     the SIMD's other waves share (SharedCU; a wave waits while another
+//     holds it).
 //   - Sources written by an MFMA are read once that MFMA has finished.
-//   - An MFMA starts when the wave's matrix pipe is free and its A/B sources
-//     are ready, holds the pipe for its cycles and writes its result at the
-//     end; the wave issues on meanwhile (VALU work hides under it).
+//   - An MFMA starts when its SIMD's matrix core is free (shared by the
+//     SIMD's waves; a wave's own MFMAs stay in order) and its A/B sources are
+//     ready, holds the core for its cycles and writes its result at the end;
+//     the wave issues on meanwhile (VALU work hides under it).
 //   - A vector load completes vmemLoadLatency after issue, and no earlier
 //     than the load before it (loads return in order); stores likewise with
 //     vmemStoreLatency; both count in vmcnt, stores also in expcnt. The
-//     wave's vector-memory path moves l1BytesPerClockPerCU, so an
-//     instruction touching many lines holds it longer.
+//     wave's own vector-memory path moves waveVmemBytesPerClock and the
+//     CU's, shared by its resident waves, l1BytesPerClockPerCU, so an
+//     instruction touching many lines holds them longer.
 //   - SMEM completes after smemLatency, out of order; LDS in order after
-//     ldsLatency plus its bank-conflict cycles; both count in lgkmcnt.
+//     ldsLatency plus its bank-conflict cycles, holding the CU's LDS pipe;
+//     both count in lgkmcnt.
 //   - s_waitcnt X(n) waits until at most n operations of counter X are
 //     outstanding.
 //   - Barriers are joined by the workgroup (Dispatch.cpp).
@@ -121,9 +127,17 @@ uint64_t WaveCounts::total() const {
   return n;
 }
 
-WaveTimeline::WaveTimeline(const DeviceTiming &device, ArrayRef<double> scales)
-    : device(device), scales(scales.begin(), scales.end()),
-      clocks(scales.size()) {
+WaveTimeline::WaveTimeline(const DeviceTiming &device, ArrayRef<double> scales,
+                           SharedCU *shared, unsigned simd)
+    : device(device), cu(shared), simd(simd),
+      scales(scales.begin(), scales.end()), clocks(scales.size()) {
+  if (!cu) {
+    const ChipInfo *chip = lookupChip(device.chip);
+    unsigned simds = chip ? chip->simdsPerCU : 4;
+    ownCU = std::make_unique<SharedCU>(scales.size(), simds);
+    cu = ownCU.get();
+    this->simd = 0;
+  }
   for (Clock &c : clocks)
     c.ready.assign(WaveState::kNumVgprs + WaveState::kNumAgprs, 0);
 }
@@ -230,8 +244,45 @@ static std::pair<uint64_t, uint64_t> getLdsCycles(ArrayRef<MemRecord> accesses,
   return {cycles, phases};
 }
 
-void WaveTimeline::step(const Inst &inst, ArrayRef<MemRecord> accesses,
-                        WorkgroupAccumulator &group) {
+uint64_t PipeCalendar::reserve(uint64_t at, uint64_t length) {
+  if (!length)
+    return at;
+  // The first interval that ends after `at`, then past every interval that
+  // overlaps [start, start + length).
+  auto it = busy.upper_bound(at);
+  if (it != busy.begin() && std::prev(it)->second > at)
+    --it;
+  uint64_t start = at;
+  for (; it != busy.end() && it->first < start + length; ++it)
+    start = std::max(start, it->second);
+  uint64_t end = start + length;
+  // Insert [start, end), merged with the intervals it touches.
+  auto next = busy.lower_bound(start);
+  if (next != busy.end() && next->first == end) {
+    end = next->second;
+    next = busy.erase(next);
+  }
+  if (next != busy.begin()) {
+    auto prev = std::prev(next);
+    if (prev->second == start) {
+      prev->second = end;
+      return start;
+    }
+  }
+  busy.emplace_hint(next, start, end);
+  return start;
+}
+
+SharedCU::SharedCU(unsigned numScales, unsigned simds) : scales(numScales) {
+  for (Pipes &p : scales) {
+    p.valu.resize(simds);
+    p.matrix.resize(simds);
+  }
+}
+
+TimelineStep WaveTimeline::account(const Inst &inst,
+                                   ArrayRef<MemRecord> accesses,
+                                   WorkgroupAccumulator &group) {
   const unsigned issue = device.issueCycles;
   // What the instruction moves, the same at every scale.
   uint64_t lines = 0, ldsCycles = 0, ldsPhases = 0;
@@ -345,8 +396,41 @@ void WaveTimeline::step(const Inst &inst, ArrayRef<MemRecord> accesses,
     break;
   }
 
+  TimelineStep step;
+  step.inst = &inst;
+  step.lines = uint32_t(std::min<uint64_t>(lines, UINT32_MAX));
+  step.ldsCycles = uint16_t(std::min<uint64_t>(ldsCycles, UINT16_MAX));
+  step.ldsPhases = uint16_t(std::min<uint64_t>(ldsPhases, step.ldsCycles));
+  return step;
+}
+
+/// The issue cycles an instruction takes on its wave's clock.
+static uint64_t getIssueCost(const Inst &inst, const DeviceTiming &device) {
+  switch (inst.timing) {
+  case TimingKind::QuarterRate:
+    return device.quarterRateCycles;
+  case TimingKind::Nop:
+    return device.issueCycles *
+           (inst.ops.empty() ? 1 : (inst.ops[0].imm & 15) + 1);
+  default:
+    return device.issueCycles;
+  }
+}
+
+void WaveTimeline::step(const Inst &inst, ArrayRef<MemRecord> accesses,
+                        WorkgroupAccumulator &group) {
+  advance(account(inst, accesses, group));
+}
+
+void WaveTimeline::advance(const TimelineStep &step) {
+  const Inst &inst = *step.inst;
+  const uint64_t cost = getIssueCost(inst, device);
+  const uint64_t lines = step.lines, ldsCycles = step.ldsCycles,
+                 ldsPhases = step.ldsPhases;
+  auto divUp = [](uint64_t a, uint64_t b) { return (a + b - 1) / b; };
   for (unsigned s = 0; s < clocks.size(); ++s) {
     Clock &c = clocks[s];
+    SharedCU::Pipes &pipes = cu->scales[s];
     uint64_t loadLatency = uint64_t(device.vmemLoadLatency * scales[s] + 0.5);
     uint64_t storeLatency = uint64_t(device.vmemStoreLatency * scales[s] + 0.5);
     if (inst.timing != TimingKind::Waitcnt)
@@ -358,9 +442,21 @@ void WaveTimeline::step(const Inst &inst, ArrayRef<MemRecord> accesses,
       waitCounter(s, c.exp, inst.waitExp, StallReason::ExpCount, inst);
       c.t += cost;
       break;
+    case TimingKind::Valu:
+    case TimingKind::Valu64:
+    case TimingKind::QuarterRate:
+      waitUntil(s, pipes.valu[simd].reserve(c.t, cost), StallReason::SimdIssue,
+                inst);
+      c.t += cost;
+      break;
     case TimingKind::Mfma: {
+      // The wave's MFMAs run in order on its SIMD's matrix core, which the
+      // SIMD's other waves share; the issue takes a VALU slot.
       waitUntil(s, c.mfmaFree, StallReason::MfmaPipe, inst);
-      uint64_t start = c.t;
+      uint64_t start = pipes.matrix[simd].reserve(c.t, inst.mfmaCycles);
+      waitUntil(s, start, StallReason::MfmaPipe, inst);
+      waitUntil(s, pipes.valu[simd].reserve(c.t, cost), StallReason::SimdIssue,
+                inst);
       c.mfmaFree = start + inst.mfmaCycles;
       const Operand &d = inst.ops[0];
       unsigned base = d.kind == OpKind::Agpr ? WaveState::kNumVgprs : 0;
@@ -373,11 +469,15 @@ void WaveTimeline::step(const Inst &inst, ArrayRef<MemRecord> accesses,
     case TimingKind::VmemLoad:
     case TimingKind::VmemStore:
     case TimingKind::CacheControl: {
+      // A wave's own requests go out at waveVmemBytesPerClock; the CU's
+      // path, which every resident wave shares, at l1BytesPerClockPerCU.
       waitUntil(s, c.vmemFree, StallReason::VmemPipe, inst);
-      uint64_t at = c.t;
-      uint64_t busy = std::max<uint64_t>(
-          cost, (lines * device.lineBytes + device.l1BytesPerClockPerCU - 1) /
-                    device.l1BytesPerClockPerCU);
+      uint64_t bytes = lines * device.lineBytes;
+      uint64_t at = pipes.vmem.reserve(
+          c.t, divUp(bytes, device.l1BytesPerClockPerCU));
+      waitUntil(s, at, StallReason::VmemPipe, inst);
+      uint64_t busy =
+          std::max<uint64_t>(cost, divUp(bytes, device.waveVmemBytesPerClock));
       c.vmemFree = at + busy;
       if (inst.timing == TimingKind::VmemLoad) {
         c.lastLoad = std::max(at + loadLatency, c.lastLoad);
@@ -397,9 +497,8 @@ void WaveTimeline::step(const Inst &inst, ArrayRef<MemRecord> accesses,
       break;
     case TimingKind::Lds:
     case TimingKind::LdsCrossLane: {
-      waitUntil(s, c.ldsFree, StallReason::LdsPipe, inst);
-      uint64_t at = c.t;
-      c.ldsFree = at + ldsCycles;
+      uint64_t at = pipes.lds.reserve(c.t, ldsCycles);
+      waitUntil(s, at, StallReason::LdsPipe, inst);
       c.lastLds =
           std::max(at + device.ldsLatency + (ldsCycles - ldsPhases), c.lastLds);
       c.lgkm.push_back(c.lastLds);

@@ -18,6 +18,9 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <map>
+#include <memory>
+
 namespace mlir::mlafp8::emu {
 
 /// Fills `inst.timing` from its mnemonic and table row (once, at decode).
@@ -31,15 +34,60 @@ struct WorkgroupAccumulator {
   llvm::DenseMap<uint64_t, uint64_t> bufferLines;
 };
 
+/// The busy intervals of one pipe that several waves share, on one clock.
+/// Waves reserve it in the order the emulator runs them, not in time order,
+/// so a reservation takes the earliest free interval at or after the time
+/// asked: a wave run later fills the gaps an earlier one left, which is the
+/// oldest-first arbitration of the hardware's instruction scheduler.
+class PipeCalendar {
+public:
+  /// Reserves `length` cycles at the earliest start >= `at` where the pipe
+  /// is free, and returns that start.
+  uint64_t reserve(uint64_t at, uint64_t length);
+
+private:
+  /// Disjoint, non-touching [start, end) intervals by start.
+  std::map<uint64_t, uint64_t> busy;
+};
+
+/// What the waves resident on one CU share, for each latency scale: each
+/// SIMD's VALU issue and matrix core, and the CU's vector-memory (TA) and
+/// LDS pipes.
+struct SharedCU {
+  struct Pipes {
+    std::vector<PipeCalendar> valu, matrix;
+    PipeCalendar vmem, lds;
+  };
+  SharedCU(unsigned numScales, unsigned simds);
+  std::vector<Pipes> scales;
+};
+
+/// What one executed instruction moved, independent of the clocks: the
+/// record the timeline replays for a co-resident copy of the workgroup.
+struct TimelineStep {
+  const Inst *inst = nullptr;
+  uint32_t lines = 0;
+  uint16_t ldsCycles = 0, ldsPhases = 0;
+};
+
 /// One wave's clocks, one per latency scale.
 class WaveTimeline {
 public:
-  WaveTimeline(const DeviceTiming &device, llvm::ArrayRef<double> scales);
+  /// A wave on SIMD `simd` of a CU whose pipes are `cu`; without `cu` the
+  /// wave has a CU of its own.
+  WaveTimeline(const DeviceTiming &device, llvm::ArrayRef<double> scales,
+               SharedCU *cu = nullptr, unsigned simd = 0);
 
   /// Accounts `inst`, executed with `accesses` (its memory accesses, in
-  /// execution order).
+  /// execution order): account() then advance().
   void step(const Inst &inst, llvm::ArrayRef<MemRecord> accesses,
             WorkgroupAccumulator &group);
+  /// Counts `inst` and what it moved (lines, LDS cycles) into the wave's and
+  /// the workgroup's totals, without advancing the clocks.
+  TimelineStep account(const Inst &inst, llvm::ArrayRef<MemRecord> accesses,
+                       WorkgroupAccumulator &group);
+  /// Advances the clocks by one instruction.
+  void advance(const TimelineStep &step);
 
   unsigned getNumScales() const { return clocks.size(); }
   uint64_t now(unsigned scale) const { return clocks[scale].t; }
@@ -62,7 +110,7 @@ public:
 private:
   struct Clock {
     uint64_t t = 0;
-    uint64_t mfmaFree = 0, ldsFree = 0, vmemFree = 0;
+    uint64_t mfmaFree = 0, vmemFree = 0;
     uint64_t lastLoad = 0, lastStore = 0, lastLds = 0;
     /// Completion times of the operations each counter still counts.
     std::vector<uint64_t> vm, lgkm, exp;
@@ -80,6 +128,9 @@ private:
   uint64_t sourcesReady(const Clock &clock, const Inst &inst) const;
 
   const DeviceTiming &device;
+  std::unique_ptr<SharedCU> ownCU;
+  SharedCU *cu;
+  unsigned simd;
   std::vector<double> scales;
   std::vector<Clock> clocks;
   uint64_t issueCycles = 0, mfmaCycles = 0;

@@ -11,6 +11,10 @@
 //   [NOD]   nod-ai/amd-shark-ai empirical LDS measurements (MI300X, MI350X).
 //   [MCBLOG] AMD ROCm blog, "Matrix Core Programming on AMD CDNA3 and CDNA4".
 //   [TB]    ROCm/TransferBench PR #297 (empty-kernel launch, device unstated).
+//   [RPSDK] ROCm/rocprofiler-sdk kernel_dispatch/profiling_time.cpp and ROCR's
+//           hsa_amd_profiling_get_dispatch_time (the kernel-trace window).
+//   [AITERCSV] ROCm/aiter aiter/configs/bf16_decode_gfx942_m1_m4_canary.csv
+//           (kernel-trace times of tuned GEMMs on MI300X, 304 CUs).
 // Confidence: V = stated by AMD, M = measured by a third party, A = assumed
 // here (no public source; the model's result is reported at 0.5x and 2x of
 // the global-memory latency, the assumption that moves it most).
@@ -34,7 +38,19 @@ using namespace mlir::mlafp8;
 //     4.008-4.016 [PYHIP] (M); one instruction per wave per issue slot [RCP].
 //   quarterRateCycles 16: transcendentals 16 cycles [PYHIP] (M).
 //   launchOverheadMicroseconds 4.0: empty-kernel launch [TB] (M, low).
+//   dispatchWindowMicroseconds 1.1: rocprofv3's kernel time runs from the
+//     command processor's start on the dispatch packet to its completion
+//     signal [RPSDK], so it holds the dispatch, the workgroup launch and the
+//     end-of-kernel release besides the waves. The shortest published
+//     kernel-trace time of a real kernel on MI300X is 1.79 us (bf16 GEMM,
+//     M=1, N=1536, K=128) [AITERCSV]; less its one unavoidable chain, a load
+//     round trip and a store (900 + 500 cycles at 2.1 GHz, 0.67 us), leaves
+//     1.1 us (M, derived; an upper estimate, as the kernel's own compute is
+//     left out). gfx950 takes the same (A).
 //   lineBytes 128: L1 and L2 line [WP3] (V).
+//   waveVmemBytesPerClock 32: one wave's buffer_load_dwordx4 stream issues
+//     one instruction (1 KiB) every ~32 cycles on MI308X, 1 wave per CU
+//     [PYHIP] mem_latency.md (M; gfx950 assumed the same, A).
 static constexpr DeviceTiming kDevices[] = {
     {
         /*name=*/"MI300X",
@@ -47,6 +63,7 @@ static constexpr DeviceTiming kDevices[] = {
         /*l2BytesPerSecond=*/8 * 16 * 128 * 2.1e9,
         // 64 B/clk/CU: AMD's fitted GEMM model; rocprof's peak is 128 (V, low).
         /*l1BytesPerClockPerCU=*/64,
+        /*waveVmemBytesPerClock=*/32,
         /*ldsReadBanks=*/32,
         /*ldsWriteBanks=*/32, // [RCP], [NOD] (V+M)
         /*vmemLoadLatency=*/900,
@@ -56,6 +73,7 @@ static constexpr DeviceTiming kDevices[] = {
         /*issueCycles=*/4,
         /*quarterRateCycles=*/16,
         /*launchOverheadMicroseconds=*/4.0,
+        /*dispatchWindowMicroseconds=*/1.1,
         /*lineBytes=*/128,
     },
     {
@@ -68,6 +86,7 @@ static constexpr DeviceTiming kDevices[] = {
         /*hbmBytesPerSecond=*/8.0e12,              // 8 x HBM3E [SPECS] (V)
         /*l2BytesPerSecond=*/8 * 16 * 128 * 2.4e9, // same L2 [RCP] (V)
         /*l1BytesPerClockPerCU=*/64,
+        /*waveVmemBytesPerClock=*/32,
         // Reads use 64 banks, ds_write_b64 wraps at 32 [NOD] (M).
         /*ldsReadBanks=*/64,
         /*ldsWriteBanks=*/32,
@@ -78,6 +97,7 @@ static constexpr DeviceTiming kDevices[] = {
         /*issueCycles=*/4,
         /*quarterRateCycles=*/16,
         /*launchOverheadMicroseconds=*/4.0,
+        /*dispatchWindowMicroseconds=*/1.1,
         /*lineBytes=*/128,
     },
     {
@@ -89,6 +109,7 @@ static constexpr DeviceTiming kDevices[] = {
         /*hbmBytesPerSecond=*/8.0e12,
         /*l2BytesPerSecond=*/8 * 16 * 128 * 2.2e9,
         /*l1BytesPerClockPerCU=*/64,
+        /*waveVmemBytesPerClock=*/32,
         /*ldsReadBanks=*/64,
         /*ldsWriteBanks=*/32,
         /*vmemLoadLatency=*/900,
@@ -98,6 +119,7 @@ static constexpr DeviceTiming kDevices[] = {
         /*issueCycles=*/4,
         /*quarterRateCycles=*/16,
         /*launchOverheadMicroseconds=*/4.0,
+        /*dispatchWindowMicroseconds=*/1.1,
         /*lineBytes=*/128,
     },
 };

@@ -148,11 +148,15 @@ readRecord(const llvm::json::Value &value, size_t index) {
       return r.fail("the arguments lack a_ptr, b_ptr, c_ptr, M, N or K");
   const ForeignArg &w = *llvm::find_if(
       k.args, [](const ForeignArg &a) { return a.role == ForeignArgRole::W; });
+  // The maths from W's type, or, where the record types its pointers only
+  // as "ptr", from the roles alone: scales of X and W are the int8 GEMM, a
+  // scale of W alone the fp8 prequant, no scale the bf16 GEMM.
   if (has(ForeignArgRole::XScale))
     k.math = ForeignMath::A8W8;
-  else if (StringRef(w.type).contains("fp8"))
+  else if (StringRef(w.type).contains("fp8") ||
+           (w.type == "ptr" && has(ForeignArgRole::WScale)))
     k.math = ForeignMath::Prequant;
-  else if (w.type == "*bf16")
+  else if (w.type == "*bf16" || w.type == "ptr")
     k.math = ForeignMath::BF16;
   else
     return r.fail("b_ptr of type '" + w.type +

@@ -245,7 +245,8 @@ static int reportTiming(const ExecStats &stats) {
   if (jsonOpt)
     printLaunchTimingJSON(outs(), timing, stallSitesOpt);
   else if (!stats.timing)
-    outs() << "timing model: no workgroups to launch: 0 us\n";
+    outs() << "timing model " << kTimingModelVersion
+           << ": no workgroups to launch: 0 us\n";
   else
     printLaunchTiming(outs(), timing, stallSitesOpt);
   return 0;

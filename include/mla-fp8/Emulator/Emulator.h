@@ -115,6 +115,10 @@ inline constexpr uint64_t kMaxDispatchWorkgroups = uint64_t(1) << 24;
 /// 450 bytes for each (every workgroup of a launch without classes, one per
 /// class otherwise), so 2^18 is about 120 MB.
 inline constexpr uint64_t kMaxTimedWorkgroups = uint64_t(1) << 18;
+/// The timing model replays a workgroup's instructions for its co-resident
+/// copies (16 bytes each) up to this many; a longer workgroup is timed as if
+/// alone on its CU (LaunchTiming::coResidentWorkgroups says so).
+inline constexpr uint64_t kMaxReplaySteps = uint64_t(1) << 24;
 
 /// Where and how to launch a kernel.
 struct DispatchConfig {

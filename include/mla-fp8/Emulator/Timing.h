@@ -4,8 +4,9 @@
 // A deterministic model of how long a dispatch takes on a product of the
 // device table (mla-fp8/Hardware/DeviceTiming.h), built from what the
 // emulator executes:
-//   - per wave, an in-order issue timeline: every instruction takes its issue
-//     slot; loads, stores, SMEM and LDS complete after their latency (LDS plus
+//   - per wave, an in-order issue timeline, beside the other waves resident
+//     on its CU (sharing each SIMD's VALU issue and matrix core and the CU's
+//     vector-memory and LDS pipes): every instruction takes its issue slot; loads, stores, SMEM and LDS complete after their latency (LDS plus
 //     its bank-conflict cycles) and `s_waitcnt` waits on the vmcnt, lgkmcnt
 //     and expcnt counters as the hardware decrements them; MFMAs occupy the
 //     wave's matrix pipe for their cycles and their results are ready when
@@ -13,8 +14,10 @@
 //   - per launch, the unique cache lines (HBM bytes), the lines requested
 //     from L2, residency from VGPR, LDS and wave limits, the busiest CU's
 //     issue time and the latency rounds, giving
-//         kernel time = max(HBM, L2, issue, latency rounds)
-//     with the limiting term named. Launch overhead is reported apart.
+//         kernel time = window + max(HBM, L2, issue, latency rounds)
+//     with the limiting term named; the window is the dispatch's start and
+//     end that a profiler's kernel time holds. Launch overhead is reported
+//     apart.
 // Workgroups of one launch differ only at the M/N tails and in split-K
 // roles, so a dispatch may simulate one representative workgroup per class
 // (TimingOptions::classify) and count the others as copies of it.
@@ -38,6 +41,12 @@
 
 namespace mlir::mlafp8::emu {
 
+/// The version of the timing model's rules and constants: every modelled
+/// figure the project quotes names it. 1 timed each workgroup alone on its
+/// CU with no dispatch window; 2 simulates the co-resident workgroups of a
+/// CU together, limits each wave's memory path and adds the dispatch window.
+inline constexpr unsigned kTimingModelVersion = 2;
+
 using WorkgroupId = std::array<uint32_t, 3>;
 
 /// Dynamic instruction counts of one wave, by timing class.
@@ -60,9 +69,11 @@ enum class StallReason : uint8_t {
   MfmaResult,
   LdsPipe,
   VmemPipe,
+  /// Another wave held the SIMD's VALU issue.
+  SimdIssue,
 };
 llvm::StringRef getStallReasonName(StallReason reason);
-constexpr unsigned kNumStallReasons = 8;
+constexpr unsigned kNumStallReasons = 9;
 
 /// The waits of one instruction of the critical wave: how many times it
 /// waited and for how many cycles in all, with the reason of its first wait
@@ -97,6 +108,9 @@ struct WorkgroupTiming {
   WaveCounts criticalCounts;
   std::array<uint64_t, kNumStallReasons> criticalStalls{};
   std::vector<StallSite> criticalSites;
+  /// Copies of the workgroup (itself included) simulated together on its
+  /// CU.
+  unsigned coResidentSimulated = 1;
 };
 
 /// How the timing model runs.
@@ -128,13 +142,19 @@ struct LaunchEstimate {
   double latencyScale = 1.0;
   double hbmMicroseconds = 0, l2Microseconds = 0, issueMicroseconds = 0,
          latencyMicroseconds = 0;
-  /// max of the four terms, and which one it is ("hbm", "l2", "issue",
-  /// "latency").
+  /// The dispatch window plus the max of the four terms, and which term it
+  /// is ("hbm", "l2", "issue", "latency").
   double kernelMicroseconds = 0;
   std::string limiter;
-  /// max(HBM, issue): what the launch would take if every memory wait were
-  /// hidden behind other waves' work.
+  /// The dispatch window plus max(HBM, issue): what the launch would take if
+  /// every memory wait were hidden behind other waves' work.
   double lowerBoundMicroseconds = 0;
+  /// DeviceTiming::dispatchWindowMicroseconds.
+  double dispatchWindowMicroseconds = 0;
+  /// The physical floor: the lower bound, or the dispatch window plus the
+  /// one dependent chain no kernel avoids (a global load's round trip and a
+  /// store's, at this scale), whichever is longer.
+  double floorMicroseconds = 0;
   uint64_t longestWorkgroupCycles = 0;
 };
 
@@ -151,6 +171,9 @@ struct LaunchTiming {
   std::string residencyLimit;
   unsigned vgprsPerWave = 0, wavesPerWorkgroup = 0;
   uint64_t rounds = 0;
+  /// Workgroups simulated together on one CU (getCoResidentWorkgroups; the
+  /// fewest of any simulated workgroup, 1 where a record was too long).
+  unsigned coResidentWorkgroups = 1;
   double launchOverheadMicroseconds = 0;
   /// One estimate per latency scale, nominal first.
   std::vector<LaunchEstimate> estimates;
@@ -166,6 +189,22 @@ struct LaunchShapeInfo {
   uint64_t ldsBytes = 0;
   std::string kernel;
 };
+
+/// How many workgroups of `waves` waves one CU holds at once, and what
+/// bounds it ("waves", "vgprs", "lds").
+struct Residency {
+  unsigned workgroups;
+  std::string limit;
+};
+Residency getResidency(const DeviceTiming &device, const ChipInfo &chip,
+                       const LaunchShapeInfo &shape, unsigned waves);
+
+/// The workgroups the model simulates together on one CU: as many as are
+/// resident at once, but no more than the launch deals to a CU.
+unsigned getCoResidentWorkgroups(const DeviceTiming &device,
+                                 const ChipInfo &chip,
+                                 const LaunchShapeInfo &shape,
+                                 uint64_t workgroups);
 
 /// Combines the simulated workgroups into the launch model. `classOf[i]` is
 /// the index into `simulated` of workgroup i (dispatch order, x fastest);

@@ -35,8 +35,10 @@ struct DeviceTiming {
   /// Peak HBM bandwidth and the L2's aggregate read bandwidth, bytes/s.
   double hbmBytesPerSecond;
   double l2BytesPerSecond;
-  /// Vector L1 bytes per clock per CU (what one CU's loads can move).
+  /// Vector L1 bytes per clock per CU (what one CU's loads can move, all
+  /// its resident waves together), and what one wave's requests can move.
   unsigned l1BytesPerClockPerCU;
+  unsigned waveVmemBytesPerClock;
   /// LDS banks (4 bytes each) a read or a write is served from per cycle.
   unsigned ldsReadBanks, ldsWriteBanks;
   /// Load-to-use latencies.
@@ -51,6 +53,10 @@ struct DeviceTiming {
   unsigned quarterRateCycles;
   /// Launch overhead of one kernel, microseconds (reported separately).
   double launchOverheadMicroseconds;
+  /// What a profiler's kernel time holds beyond the waves' own time: the
+  /// command processor starting the dispatch, launching its workgroups and
+  /// signalling its end, microseconds (included in the kernel time).
+  double dispatchWindowMicroseconds;
   /// The cache line the memory model counts in, bytes.
   unsigned lineBytes;
 

@@ -11,9 +11,10 @@ store latency. CASES is the number of records expected.
 import json
 import sys
 
-# (load + store) cycles / clock (GHz) of each chip's default product, from
-# lib/Hardware/DeviceTiming.cpp: the chain floor_us adds, in us.
-CHAIN_US = {"gfx942": 1400 / 2100, "gfx950": 1400 / 2400}
+# The dispatch window plus (load + store) cycles / clock (GHz) of each chip's
+# default product, from lib/Hardware/DeviceTiming.cpp: the chain floor_us
+# takes where it exceeds the lower bound, in us.
+CHAIN_US = {"gfx942": 1.1 + 1400 / 2100, "gfx950": 1.1 + 1400 / 2400}
 
 
 def close(text, value, digits):
@@ -61,8 +62,11 @@ def main():
         # The best foreign kernel is the fastest of all, the peer included.
         for other in (r["peer_us"], r["aiter_us"]):
             assert other is None or r["best_foreign_us"] <= other, r
-        floor = max(r["lower_bound_us"], CHAIN_US[r["chip"]])
-        assert abs(r["floor_us"] - floor) < 1e-9, r
+        # The real emulator's floor (the stand-in of kernel-time-even-mn.test
+        # reports its own, half its time).
+        if r["ours_kernel"] != "ours":
+            floor = max(r["lower_bound_us"], CHAIN_US[r["chip"]])
+            assert abs(r["floor_us"] - floor) < 1e-9, r
         key = r["chip"], r["b"], r["m"]
         sums[key] = tuple(add(a, b) for a, b in zip(
             sums.get(key, (0.0,) * 4),

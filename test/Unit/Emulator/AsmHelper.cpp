@@ -102,7 +102,8 @@ Expected<RunResult> runAsm(const std::string &source,
                            std::function<void(WaveState &)> setup,
                            DeviceMemory *memory, StringRef chipName,
                            unsigned workItems, uint32_t ldsBytes,
-                           const TimingOptions *timing) {
+                           const TimingOptions *timing,
+                           unsigned workgroups) {
   const ChipInfo *chip = lookupChip(chipName);
   if (!chip)
     return createStringError(describeUnsupportedChip(chipName));
@@ -124,6 +125,7 @@ Expected<RunResult> runAsm(const std::string &source,
   RunResult result;
   DispatchConfig cfg;
   cfg.workgroupSize = {workItems, 1, 1};
+  cfg.gridWorkgroups = {workgroups, 1, 1};
   cfg.maxStepsPerWave = 100000;
   cfg.onWaveStart = setup;
   cfg.timing = timing;

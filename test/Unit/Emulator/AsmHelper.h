@@ -36,7 +36,8 @@ llvm::Expected<RunResult> runAsm(const std::string &source,
                                  DeviceMemory *memory = nullptr,
                                  llvm::StringRef chip = "gfx942",
                                  unsigned workItems = 64, uint32_t ldsBytes = 0,
-                                 const TimingOptions *timing = nullptr);
+                                 const TimingOptions *timing = nullptr,
+                                 unsigned workgroups = 1);
 
 } // namespace mlir::mlafp8::emu::test
 

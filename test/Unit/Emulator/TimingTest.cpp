@@ -2,8 +2,10 @@
 //
 // Each program's cycle count is worked out by hand from the rules in
 // lib/Emulator/WaveTimeline.cpp and the MI300X row of the device table:
-// issue slot I = 4 cycles, load latency L = 900, LDS latency 56. Every
-// expectation is written as that arithmetic.
+// issue slot I = 4 cycles, load latency L = 900, LDS latency 56, and a
+// wave's vector-memory path P = 8 cycles for a global_load_dword of 64 lanes
+// (256 bytes, two lines, at 32 bytes per clock). Every expectation is
+// written as that arithmetic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,14 +21,16 @@ namespace {
 
 const DeviceTiming &mi300x() { return *lookupDeviceTiming("MI300X"); }
 
-/// Runs `source` (one workgroup) under the timing model; returns the model.
+/// Runs `source` (`workgroups` workgroups, one by default) under the timing
+/// model; returns the model.
 LaunchTiming runTimed(const std::string &source, DeviceMemory *memory = nullptr,
                       std::function<void(WaveState &)> setup = {},
-                      unsigned workItems = 64, uint32_t ldsBytes = 0) {
+                      unsigned workItems = 64, uint32_t ldsBytes = 0,
+                      unsigned workgroups = 1) {
   TimingOptions options;
   options.device = &mi300x();
-  auto r =
-      runAsm(source, setup, memory, "gfx942", workItems, ldsBytes, &options);
+  auto r = runAsm(source, setup, memory, "gfx942", workItems, ldsBytes,
+                  &options, workgroups);
   EXPECT_TRUE(bool(r)) << llvm::toString(r.takeError());
   if (!r || !r->stats.timing)
     return {};
@@ -51,7 +55,7 @@ struct Table {
   }
 };
 
-constexpr uint64_t I = 4, L = 900;
+constexpr uint64_t I = 4, L = 900, P = 2 * 128 / 32;
 
 TEST(Timing, IndependentLoadsCostOneLatency) {
   Table t;
@@ -60,9 +64,12 @@ TEST(Timing, IndependentLoadsCostOneLatency) {
                             "global_load_dword v2, v0, s[0:1] offset:256\n"
                             "s_waitcnt vmcnt(0)\n",
                             &t.mem, t.setup());
-  // Shift at 0, loads issued at I and 2I; the second returns at 2I + L; the
-  // wait ends there, then the wait's and s_endpgm's slots.
-  EXPECT_EQ(m.critical.cycles[0], 2 * I + L + 2 * I);
+  // Shift at 0, loads issued at I and, once the wave's memory path is free,
+  // at I + P; the second returns at I + P + L; the wait ends there, then the
+  // wait's and s_endpgm's slots.
+  EXPECT_EQ(m.critical.cycles[0], I + P + L + 2 * I);
+  EXPECT_EQ(m.critical.criticalStalls[unsigned(StallReason::VmemPipe)],
+            P - I);
   EXPECT_EQ(m.critical.criticalCounts.vmemLoad, 2u);
 }
 
@@ -92,19 +99,21 @@ TEST(Timing, VmcntWaitsForAllButN) {
                             "v_mov_b32_e32 v4, v1\n"
                             "s_waitcnt vmcnt(0)\n",
                             &t.mem, t.setup());
-  // Loads at I, 2I, 3I return at L + I, L + 2I, L + 3I. vmcnt(1) (issued at
-  // 4I) waits for the second: until L + 2I. The v_mov and the vmcnt(0) take
-  // two slots, reaching L + 5I > L + 3I, so the last wait is free.
-  EXPECT_EQ(m.critical.cycles[0], L + 2 * I + 4 * I);
+  // Loads at I, I + P, I + 2P (each waits P - I for the wave's memory path)
+  // return at L + I, L + I + P, L + I + 2P. vmcnt(1) (issued at 2I + 2P)
+  // waits for the second: until L + I + P. The v_mov and the vmcnt(0) take
+  // two slots, reaching L + 3I + P = L + I + 2P, so the last wait is free.
+  EXPECT_EQ(m.critical.cycles[0], L + I + 2 * P + 2 * I);
   ASSERT_FALSE(m.critical.criticalSites.empty());
   const StallSite &site = m.critical.criticalSites.front();
   EXPECT_EQ(site.text, "s_waitcnt vmcnt(1)");
-  EXPECT_EQ(site.cycles, (L + 2 * I) - 4 * I);
-  EXPECT_EQ(m.critical.criticalSites.size(), 1u);
+  EXPECT_EQ(site.cycles, (L + I + P) - (2 * I + 2 * P));
+  // The two loads that waited for the path, and the vmcnt(1).
+  EXPECT_EQ(m.critical.criticalSites.size(), 3u);
   // The sensitivity rows scale L.
   ASSERT_EQ(m.estimates.size(), 3u);
-  EXPECT_EQ(m.estimates[1].longestWorkgroupCycles, L / 2 + 6 * I);
-  EXPECT_EQ(m.estimates[2].longestWorkgroupCycles, 2 * L + 6 * I);
+  EXPECT_EQ(m.estimates[1].longestWorkgroupCycles, L / 2 + I + 2 * P + 2 * I);
+  EXPECT_EQ(m.estimates[2].longestWorkgroupCycles, 2 * L + I + 2 * P + 2 * I);
 }
 
 TEST(Timing, EightWayLdsConflictCostsEightTimes) {
@@ -191,6 +200,56 @@ TEST(Timing, BarrierJoinsTheLatestWave) {
   EXPECT_EQ(m.critical.criticalWave, 0u);
   EXPECT_EQ(m.critical.criticalStalls[unsigned(StallReason::Barrier)],
             (3 * I + L + 2 * I) - 4 * I);
+}
+
+/// Ten independent VALU instructions.
+std::string tenMovs() {
+  std::string s;
+  for (int i = 0; i < 10; ++i)
+    s += "v_mov_b32_e32 v1, v0\n";
+  return s;
+}
+
+TEST(Timing, WavesOnOneSimdTakeTurnsAtIssue) {
+  // Four waves, one per SIMD: each issues its ten VALU slots and s_endpgm.
+  LaunchTiming four = runTimed(tenMovs(), nullptr, {}, 256);
+  EXPECT_EQ(four.critical.cycles[0], 11 * I);
+  // A fifth wave shares SIMD 0 with wave 0, which issued first (oldest
+  // first): its VALU waits for wave 0's ten slots.
+  LaunchTiming five = runTimed(tenMovs(), nullptr, {}, 320);
+  EXPECT_EQ(five.critical.cycles[0], 10 * I + 11 * I);
+  EXPECT_EQ(five.critical.criticalWave, 4u);
+  EXPECT_EQ(five.critical.criticalStalls[unsigned(StallReason::SimdIssue)],
+            10 * I);
+}
+
+TEST(Timing, WavesOnOneSimdShareItsMatrixCore) {
+  // Two MFMAs of 16 cycles on one SIMD: the second wave's waits for the
+  // first's, then takes its VALU slot.
+  std::string mfma = "v_mfma_f32_16x16x32_fp8_fp8 v[4:7], v[0:1], v[2:3], 0\n";
+  LaunchTiming m = runTimed(mfma, nullptr, {}, 320);
+  EXPECT_EQ(m.critical.criticalWave, 4u);
+  // Wave 4: the pipe is free at 16; its issue slot, then s_endpgm; the
+  // result lands at 32, when the wave ends.
+  EXPECT_EQ(m.critical.cycles[0], 16 + 16);
+  EXPECT_EQ(m.critical.criticalStalls[unsigned(StallReason::MfmaPipe)], 16u);
+}
+
+TEST(Timing, CoResidentWorkgroupsShareTheirCU) {
+  unsigned cus = mi300x().numCUs;
+  // One 4-wave workgroup per CU: each alone, 11 slots.
+  LaunchTiming alone = runTimed(tenMovs(), nullptr, {}, 256, 0, cus);
+  EXPECT_EQ(alone.coResidentWorkgroups, 1u);
+  EXPECT_EQ(alone.critical.cycles[0], 11 * I);
+  // One more workgroup than CUs: a CU holds two at once (residency allows
+  // 8), simulated together. The second's waves share the first's SIMDs
+  // and wait for their slots; both fit in one round.
+  LaunchTiming two = runTimed(tenMovs(), nullptr, {}, 256, 0, cus + 1);
+  EXPECT_EQ(two.coResidentWorkgroups, 2u);
+  EXPECT_EQ(two.rounds, 1u);
+  EXPECT_EQ(two.critical.cycles[0], 10 * I + 11 * I);
+  EXPECT_DOUBLE_EQ(two.estimates[0].latencyMicroseconds,
+                   mi300x().cyclesToMicroseconds(21.0 * I));
 }
 
 TEST(Timing, ResidencyAndRounds) {
@@ -304,9 +363,11 @@ TEST(Timing, EveryTermExactOverTwoRounds) {
                                             600, l1))));
   EXPECT_DOUBLE_EQ(e.latencyMicroseconds, h.us(2 * 10000.0));
   EXPECT_EQ(e.limiter, "latency");
-  EXPECT_DOUBLE_EQ(e.kernelMicroseconds, e.latencyMicroseconds);
+  // The dispatch window (1.1 us on MI300X) is on top of the limiting term.
+  EXPECT_DOUBLE_EQ(e.dispatchWindowMicroseconds, 1.1);
+  EXPECT_DOUBLE_EQ(e.kernelMicroseconds, 1.1 + e.latencyMicroseconds);
   EXPECT_DOUBLE_EQ(e.lowerBoundMicroseconds,
-                   std::max(e.hbmMicroseconds, e.issueMicroseconds));
+                   1.1 + std::max(e.hbmMicroseconds, e.issueMicroseconds));
   // The latency scales: the workgroup's own cycles at each.
   EXPECT_DOUBLE_EQ(t.estimates[1].latencyMicroseconds, h.us(2 * 5000.0));
   EXPECT_DOUBLE_EQ(t.estimates[2].latencyMicroseconds, h.us(2 * 20000.0));
@@ -323,7 +384,8 @@ TEST(Timing, HbmAndIssueLimitsExact) {
   EXPECT_EQ(t.hbmBytes, (2 * uint64_t(h_cus()) * 4096 + 2) *
                             hbm.device.lineBytes);
   EXPECT_DOUBLE_EQ(t.estimates[0].kernelMicroseconds,
-                   double(t.hbmBytes) / hbm.device.hbmBytesPerSecond * 1e6);
+                   1.1 + double(t.hbmBytes) / hbm.device.hbmBytesPerSecond *
+                             1e6);
   // Long issue and no memory to speak of: the busiest CU's issue limits
   // when it exceeds the workgroup's own cycles (a wave longer than its
   // share: 4 waves of 50000 cycles on 4 SIMDs, one workgroup a CU).

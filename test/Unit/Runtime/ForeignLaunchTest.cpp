@@ -106,6 +106,38 @@ TEST(ForeignLaunch, ReadsARecord) {
   llvm::sys::fs::remove(path);
 }
 
+/// `text` with every occurrence of `from` replaced by `to`.
+std::string replaceAll(std::string text, const std::string &from,
+                       const std::string &to) {
+  for (size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+TEST(ForeignLaunch, UntypedPointersTakeTheMathsFromTheRoles) {
+  // Pointers typed only "ptr": a scale of W alone is the fp8 prequant...
+  std::string untyped = kRecord;
+  for (const char *t : {"*bf16", "*fp8e4nv", "*fp32"})
+    untyped = replaceAll(untyped, std::string("\"") + t + "\"", "\"ptr\"");
+  std::string path = writeRecords(untyped);
+  auto records = readForeignKernels(path);
+  llvm::sys::fs::remove(path);
+  ASSERT_TRUE(bool(records)) << llvm::toString(records.takeError());
+  EXPECT_EQ(records->front().math, ForeignMath::Prequant);
+  // ... no scale at all the bf16 GEMM.
+  std::string noScale = replaceAll(
+      untyped,
+      R"(    {"name": "b_scale_ptr", "type": "ptr", "offset": 24, "size": 8},
+)",
+      "");
+  path = writeRecords(noScale);
+  records = readForeignKernels(path);
+  llvm::sys::fs::remove(path);
+  ASSERT_TRUE(bool(records)) << llvm::toString(records.takeError());
+  EXPECT_EQ(records->front().math, ForeignMath::BF16);
+}
+
 TEST(ForeignLaunch, RefusesBadRecords) {
   auto refusal = [](std::string text, const std::string &from,
                     const std::string &to) {
