@@ -3,6 +3,7 @@
 
 Usage: bench/calibrate.py [DIR] [--json FILE] [--plot FILE.png] [--emu PATH]
            [--jobs N]
+       bench/calibrate.py --from-json FILE [--plot FILE.png]
 
 DIR (default ../shared/calibration beside the repository) holds foreign code
 objects and a kernels.json whose records describe them (arguments, grid,
@@ -25,7 +26,9 @@ median and the worst |ln(model / published)|.
 --json writes one record per case (file, B, M, N, K, published_us, model_us,
 ratio, and the rest of the row); --plot draws modelled against published,
 log-log, with y = x and a +-25 % band (needs matplotlib; Debian:
-python3-matplotlib).
+python3-matplotlib). --from-json prints and plots a table that --json wrote,
+without running anything (the model is deterministic: the same build gives
+the same table).
 
 Every modelled figure is the emulator's timing model of one launch on the
 chip's nominal product (MI300X for gfx942, MI355X for gfx950); the model's
@@ -174,9 +177,14 @@ def plot(rows, path):
     for family, members in sorted(families.items()):
         axes.errorbar([r["published_us"] for r in members],
                       [r["model_us"] for r in members],
-                      yerr=[[r["model_us"] - r["model_us_x05"]
+                      # The bars span the three scales' times: a greedy
+                      # schedule is not always monotonic in the latency.
+                      yerr=[[r["model_us"] - min(r["model_us_x05"],
+                                                 r["model_us_x2"],
+                                                 r["model_us"])
                              for r in members],
-                            [r["model_us_x2"] - r["model_us"]
+                            [max(r["model_us_x05"], r["model_us_x2"],
+                                 r["model_us"]) - r["model_us"]
                              for r in members]],
                       fmt="o", capsize=3, label=family)
     axes.set_xscale("log")
@@ -185,7 +193,9 @@ def plot(rows, path):
     axes.set_ylim(low, high)
     axes.set_xlabel("published real-GPU kernel time (us)")
     axes.set_ylabel("modelled kernel time (us), latency x1 (bars: x0.5, x2)")
-    axes.set_title("Timing model against published AITER kernel times")
+    versions = sorted({str(r.get("model_version", 1)) for r in passed})
+    axes.set_title("Timing model " + ", ".join(versions) +
+                   " against published AITER kernel times")
     axes.legend(fontsize=7, loc="upper left")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
@@ -204,7 +214,17 @@ def main():
                         help="the emulator (default %(default)s)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                         help="cases at a time (default: one per core)")
+    parser.add_argument("--from-json", metavar="FILE",
+                        help="print and plot a table --json wrote; runs "
+                             "nothing")
     args = parser.parse_args()
+    if args.from_json:
+        try:
+            rows = json.loads(Path(args.from_json).read_text())["cases"]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise UserError(f"{args.from_json}: not a table --json wrote "
+                            f"({error})") from None
+        return report(rows, None, args.plot)
     if not os.access(args.emu, os.X_OK):
         raise UserError(f"{args.emu} is not built (./build.sh build)")
     if args.jobs < 1:
@@ -213,6 +233,11 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         rows = list(pool.map(lambda rc: run_case(args.emu, kernels_json, *rc),
                              work))
+    return report(rows, args.json, args.plot)
+
+
+def report(rows, json_path, plot_path):
+    """Prints the table and its summary, writes the JSON and the plot."""
     print_table(rows)
     stats = summary(rows)
     print()
@@ -227,11 +252,11 @@ def main():
               f"{', '.join(map(str, stats['model_versions']))}")
         for source, ratio in stats["median_ratio_by_source"].items():
             print(f"  model/published median {ratio:.2f}: {source}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(
+    if json_path:
+        Path(json_path).write_text(json.dumps(
             {"summary": stats, "cases": rows}, indent=1) + "\n")
-    if args.plot:
-        plot(rows, args.plot)
+    if plot_path:
+        plot(rows, plot_path)
     return 0 if stats.get("checked") == len(rows) else 1
 
 

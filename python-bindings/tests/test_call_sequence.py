@@ -189,21 +189,23 @@ def test_sglang_decode_step_emulated(cpu_torch, rng, chip):
 
 def test_vllm_warm_up_emulated(cpu_torch, rng, tp8_bundle):
     """The warm-up's calls at the smallest M of each kernel M range up to
-    256 (on the emulator one call costs about 0.3 s at M = 1 and grows with
-    M to about 18 s at M = 1024, so the whole loop is left to the mocked
-    runtime below). Each M picks another kernel; within a range only the
-    grid and the row guard change with M. torch.empty's contents are
-    whatever memory held: here they are random, to check the results."""
+    256, K-up's and V-up's (on the emulator one call costs about 0.3 s at
+    M = 1 and grows with M to about 18 s at M = 1024, so the whole loop is
+    left to the mocked runtime below). Each M picks another kernel of one
+    projection or both; within a range only the grid and the row guard
+    change with M. torch.empty's contents are whatever memory held: here
+    they are random, to check the results."""
     torch = cpu_torch
     chip = "gfx942"
     w_k, w_k_scale, w_v, w_v_scale = weights = up.vllm_weights(
         up.kv_b_proj_weight(rng), chip)
     layer = emulated_vllm_layer(torch, chip, *weights)
     kernels = [k for k in mla_fp8.load_bundle(tp8_bundle).kernels()
-               if k.chip == chip and (k.n, k.k) == K_UP and
+               if k.chip == chip and (k.n, k.k) in (K_UP, V_UP) and
                k.in_type == "bf16"]
-    ms = sorted(k.min_m for k in kernels if k.min_m <= 256)
-    assert len(ms) >= 5, ms
+    ms = sorted({k.min_m for k in kernels if k.min_m <= 256})
+    # K-up's ranges start at 1, 17, 65; V-up's at 1, 33.
+    assert ms == [1, 17, 33, 65], ms
 
     def fill(x):
         x.array[...] = mla_fp8.to_bf16_bits(

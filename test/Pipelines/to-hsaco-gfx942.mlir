@@ -5,14 +5,15 @@
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/vsplit_kernels.hsaco | FileCheck %s --check-prefix=SPLITK
-// RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
-// RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
+// RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefixes=META,METAK --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
+// RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefixes=META,METAV --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 format=isa" | FileCheck %s --check-prefix=ASM
 
 // BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, bin = "\7FELF
 // BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, bin = "\7FELF
 
-// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_m1_16>:
+// The first M range: K-up's is 1-16, V-up's 1-32.
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_m1_{{16|32}}>:
 // ISA: global_load_dwordx4
 // ISA: v_cvt_pk_fp8_f32
 // ISA: ds_read_b128
@@ -44,16 +45,22 @@
 // SPLITK-NOT: global_atomic
 // SPLITK: s_endpgm
 
-// Every kernel: no spills, no scratch, LDS far below 64 KiB (V-up keeps one
-// copy of the A tile per K-group: 4 x 2112 bytes at M <= 16).
-// META: .group_segment_fixed_size: {{2112|8448}}
+// Every kernel: no spills, no scratch, LDS far below 64 KiB (16 rows of A take
+// 2112 bytes; V-up keeps one copy of the A tile per K-group: 4 x 2112 bytes
+// at M <= 32, 4 x 4224 for its 32-row tile from M = 513, where K-up's 64-row
+// tile takes 8448).
+// METAK: .group_segment_fixed_size: 2112
+// METAV: .group_segment_fixed_size: 8448
 // META: .kernarg_segment_size: 88
-// META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_m1_16
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_m1_16
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_m1_32
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0
 // META: .vgpr_spill_count: 0
-// META: .group_segment_fixed_size: {{16896|4224}}
-// META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_m513_inf
+// METAK: .group_segment_fixed_size: 8448
+// METAV: .group_segment_fixed_size: 16896
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_m513_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_m513_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx942
 
 // ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, assembly = "{{.*}}v_mfma_f32_16x16x32_fp8_fp8

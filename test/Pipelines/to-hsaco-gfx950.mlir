@@ -6,20 +6,21 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/vup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/vsplit_kernels.hsaco | FileCheck %s --check-prefix=SPLITK
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/kup_kernels.hsaco %t/vup_kernels.hsaco | FileCheck %s --check-prefix=MFMA --implicit-check-not=_fp8_fp8
-// RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
-// RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefix=META --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
+// RUN: llvm-readelf --notes %t/kup_kernels.hsaco | FileCheck %s --check-prefixes=META,METAK --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
+// RUN: llvm-readelf --notes %t/vup_kernels.hsaco | FileCheck %s --check-prefixes=META,METAV --implicit-check-not="spill_count: {{[1-9]}}" --implicit-check-not="private_segment_fixed_size: {{[1-9]}}"
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 format=isa" | FileCheck %s --check-prefix=ASM
 
 // BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 // BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 
-// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_16>:
+// The first M range: K-up's is 1-16, V-up's 1-32; the last starts at 257.
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_{{16|32}}>:
 // ISA: global_load_dwordx4
 // ISA: v_cvt_pk_fp8_f32
 // ISA: ds_read_b128
 // ISA: v_mfma_f32_16x16x128_f8f6f4
 // ISA: s_endpgm
-// ISA-LABEL: _gfx950_m513_inf>:
+// ISA-LABEL: _gfx950_m257_inf>:
 // ISA-DAG: global_load_dwordx4
 // ISA-DAG: v_cvt_pk_fp8_f32
 // ISA-DAG: s_barrier
@@ -29,51 +30,30 @@
 
 // The tile table's MFMA per kernel (TileTable.cpp): gfx950's f8f6f4 forms
 // everywhere, one 16x16x128 (or two 32x32x64) per group and output block of a
-// wave; no 16x16x32 / 32x32x16 left. K-up, one group: 16x128 and 32x128
-// tiles of 8 waves take one and two 16x16 blocks per wave, 64x256 and
-// 128x256 two and four 32x32 blocks.
+// wave; no 16x16x32 / 32x32x16 left. K-up, one group: 16x64 tiles of 2 waves
+// and 16x128 tiles of 4 take two 16x16 blocks per wave, 32x128 of 4 waves
+// four; 64x256 of 8 waves two 32x32 blocks, each two 32x32x64.
 // MFMA-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx950_m1_16>:
-// MFMA-COUNT-1: v_mfma_f32_16x16x128_f8f6f4 v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], 0
+// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4 v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], 0
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m17_32>:
+// MFMA-LABEL: _gfx950_m17_64>:
 // MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m33_64>:
-// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-LABEL: _gfx950_m65_256>:
+// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m65_128>:
-// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m129_256>:
-// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m257_512>:
+// MFMA-LABEL: _gfx950_m257_inf>:
 // MFMA-COUNT-4: v_mfma_f32_32x32x64_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m513_inf>:
-// MFMA-COUNT-8: v_mfma_f32_32x32x64_f8f6f4
-// MFMA-NOT: v_mfma
-// V-up, four groups: 16x64 (4 waves) and 16x128 (8 waves) one block per
-// wave and group, 32x128 two.
-// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_m1_16>:
+// V-up, four groups: 16x64 (4 waves) one block per wave and group, 16x128
+// (4 waves) and 32x128 (8 waves) two.
+// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_m1_32>:
 // MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m17_32>:
-// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m33_64>:
-// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m65_128>:
+// MFMA-LABEL: _gfx950_m33_256>:
 // MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m129_256>:
-// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m257_512>:
-// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m513_inf>:
+// MFMA-LABEL: _gfx950_m257_inf>:
 // MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
 
@@ -95,15 +75,22 @@
 // SPLITK-NOT: global_atomic
 // SPLITK: s_endpgm
 
-// Every kernel: no spills, no scratch, LDS far below 160 KiB.
-// META: .group_segment_fixed_size: {{2112|8448}}
+// Every kernel: no spills, no scratch, LDS far below 160 KiB (16 rows of A
+// take 2112 bytes; V-up keeps one copy of the A tile per K-group: 4 x 2112
+// bytes at M <= 32, 4 x 4224 for its 32-row tile from M = 257, where K-up's
+// 64-row tile takes 8448).
+// METAK: .group_segment_fixed_size: 2112
+// METAV: .group_segment_fixed_size: 8448
 // META: .kernarg_segment_size: 88
-// META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_16
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_m1_16
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_m1_32
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0
 // META: .vgpr_spill_count: 0
-// META: .group_segment_fixed_size: {{16896|4224}}
-// META: .name: mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m513_inf
+// METAK: .group_segment_fixed_size: 8448
+// METAV: .group_segment_fixed_size: 16896
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_m257_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_m257_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
 // ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, assembly = "{{.*}}v_mfma_f32_16x16x128_f8f6f4

@@ -20,8 +20,9 @@
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}row_mirror row_mask:0xf bank_mask:0xf
 // CHECK: ds_write_b64
 // CHECK: s_endpgm
-// The largest tile (four waves, 32x32 MFMAs) reduces the same way.
-// CHECK-LABEL: _m513_inf>:
+// The largest tile (64x256, eight waves, 32x32 MFMAs; from M = 513 on gfx942,
+// 257 on gfx950) reduces the same way.
+// CHECK-LABEL: _m{{513|257}}_inf>:
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
 // CHECK-NOT: {{s_waitcnt|ds_}}
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf

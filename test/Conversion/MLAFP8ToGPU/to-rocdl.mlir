@@ -6,7 +6,7 @@
 // CHECK: mlafp8.prequant_bmm
 // CHECK-LABEL: func.func @vsplit
 // CHECK: gpu.module @vup_kernels
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_16(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_32(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
 // CHECK-SAME: gpu.kernel
 // CHECK-SAME: rocdl.kernel
 // CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 256, 1, 1>

@@ -13,33 +13,38 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/vup_kernels.hsaco > %t/gfx950/vup.s
 // One group: K-up.
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m1_16 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_32 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m65_128 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_64 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m65_512 < %t/gfx942/kup.s
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m513_inf < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_32 < %t/gfx950/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m513_inf < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_64 < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m257_inf < %t/gfx950/kup.s
 // V-up: four groups as straight-line code, all loaded at once (stages = 4).
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m1_16 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m65_128 < %t/gfx942/vup.s
+// The 16x128 tiles of 4 waves (m33_512, m33_256) load twice the W of the
+// others: WIDE adds their 8 loads.
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m1_32 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,WIDE -DKERNEL=m33_512 < %t/gfx942/vup.s
 // RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m513_inf < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m17_32 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m513_inf < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m1_32 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,WIDE -DKERNEL=m33_256 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m257_inf < %t/gfx950/vup.s
 // K = 2048 (16 groups, heuristic tiles with stages = 2): a loop.
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/vlong_kernels.hsaco > %t/gfx942/vlong.s
 // RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m17_32 < %t/gfx942/vlong.s
 // RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m513_inf < %t/gfx942/vlong.s
 
-// K-up m17_32 quantizes its 32 rows in 8 passes of 4: all 8 X loads precede
-// the first branch, and a fence pins them above their uses.
-// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m17_32(
+// K-up m65_512 (32x128, 4 waves: 256 lanes, 16 per row) quantizes its 32
+// rows in 2 passes of 16: both X loads precede the first branch, and a fence
+// pins them above their uses; the next kernel's label bounds the matches.
+// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m65_512(
 // IR-NOT: scf.if
-// IR-COUNT-2: memref<2147483647xi8, #gpu.address_space<global>>, vector<16xi8>
+// IR-COUNT-4: memref<2147483647xi8, #gpu.address_space<global>>, vector<16xi8>
 // IR-NOT: scf.if
-// IR-COUNT-8: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
-// IR-NOT: scf.if
+// IR-COUNT-2: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-NOT: {{scf.if|xbf16, #gpu.address_space<global>>, vector<8xbf16>}}
 // IR: amdgpu.sched_barrier allow = <none>
 // IR-NOT: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
 // IR: amdgpu.mfma
+// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m513_inf(
 
 // One group: every load precedes the first wait or branch, and no load
 // follows it before the MFMAs. Before, each pass's loads sat in its branch
@@ -52,7 +57,8 @@
 // ONE: v_mfma
 
 // Straight-line groups: the 12 loads of the four groups (per group, two W
-// units and one X chunk per lane) are issued before any wait or branch; the
+// units and one X chunk per lane; the 16x128 tile's waves have 32 columns
+// each, four W units: 20 loads) are issued before any wait or branch; the
 // first wait leaves later groups in flight (a nonzero count); no load follows
 // it; every group is quantized into its own LDS copy before the one barrier,
 // and no barrier follows the MFMAs. Before, a loop's back-edge copies of the
@@ -83,6 +89,22 @@
 // UNROLLED: global_load_dwordx4
 // UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
 // UNROLLED: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
+// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// WIDE: global_load_dwordx4
 // UNROLLED-NOT: {{global_load|s_cbranch|vmcnt|s_barrier|s_endpgm}}
 // UNROLLED: s_waitcnt vmcnt({{[1-9]}}
 // UNROLLED-NOT: {{global_load|s_cbranch|s_barrier|v_mfma|s_endpgm}}

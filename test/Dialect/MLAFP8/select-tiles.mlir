@@ -2,17 +2,15 @@
 // The FNUZ splits fail on gfx950 (select-tiles-invalid.mlir checks the message).
 // RUN: not mla-fp8-opt %s -split-input-file --mlafp8-select-tiles=chip=gfx950 2>/dev/null | FileCheck %s --check-prefix=GFX950
 
-// DeepSeek-R1 K-up (N = 512, K = 128): from the table, chosen with the timing
-// model (multi-wave workgroups, wide N tiles); the last range is unbounded.
+// DeepSeek-R1 K-up (N = 512, K = 128): from the table, chosen with timing
+// model 2 (narrow tiles of 2 and 4 waves at small M, the wide 8-wave tile of
+// 32x32x16 MFMAs at large M); the last range is unbounded.
 // GFX942-LABEL: func.func @kup
 // GFX942: mlafp8.prequant_bmm
-// GFX942-SAME: tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 128, waves = 8, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>
-// GFX942-SAME: #mlafp8.tile<min_m = 17, max_m = 32, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
-// GFX942-SAME: #mlafp8.tile<min_m = 33, max_m = 64, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
-// GFX942-SAME: #mlafp8.tile<min_m = 65, max_m = 128, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
-// GFX942-SAME: #mlafp8.tile<min_m = 129, max_m = 256, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k32
-// GFX942-SAME: #mlafp8.tile<min_m = 257, max_m = 512, block_m = 64, block_n = 256, waves = 8, mfma = m32n32k16
-// GFX942-SAME: #mlafp8.tile<min_m = 513, max_m = 0, block_m = 128, block_n = 256, waves = 8, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>]
+// GFX942-SAME: tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 2, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>
+// GFX942-SAME: #mlafp8.tile<min_m = 17, max_m = 64, block_m = 16, block_n = 128, waves = 4, mfma = m16n16k32
+// GFX942-SAME: #mlafp8.tile<min_m = 65, max_m = 512, block_m = 32, block_n = 128, waves = 4, mfma = m16n16k32
+// GFX942-SAME: #mlafp8.tile<min_m = 513, max_m = 0, block_m = 64, block_n = 256, waves = 8, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>]
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x128xbf16>,
@@ -24,8 +22,9 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 
 // DeepSeek-R1 V-up (N = 128, K = 512, four groups), OCP on gfx950.
 // GFX950-LABEL: func.func @vup
-// GFX950: tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4
-// GFX950-SAME: #mlafp8.tile<min_m = 513, max_m = 0, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k128, split_k = 1, stages = 4
+// GFX950: tiles = [#mlafp8.tile<min_m = 1, max_m = 32, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4
+// GFX950-SAME: #mlafp8.tile<min_m = 33, max_m = 256, block_m = 16, block_n = 128, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4
+// GFX950-SAME: #mlafp8.tile<min_m = 257, max_m = 0, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k128, split_k = 1, stages = 4
 func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,

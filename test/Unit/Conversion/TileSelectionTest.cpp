@@ -61,11 +61,11 @@ TEST(TileSelection, DeepSeekShapesComeFromTheTable) {
 }
 
 TEST(TileSelection, SmallMSharesXAcrossWaves) {
-  // What the timing model chose (TileTable.cpp): at decode sizes a wave's
-  // serial chain is its X passes, so every small-M tile spreads its rows over
-  // at least four waves that quantize them once for 64 or more columns; no
-  // tile splits K (its partials cost two round trips and HBM traffic), and
-  // V-up loads all four of its groups at once (stages = 4).
+  // What timing model 2 chose (TileTable.cpp): at decode sizes every small-M
+  // tile quantizes its rows once for 64 or more columns, shared by at least
+  // two waves (more share the SIMDs and the CU's pipes); no tile splits K
+  // (its partials cost two round trips and HBM traffic), and V-up loads all
+  // four of its groups at once (stages = 4).
   for (StringRef chip : {"gfx942", "gfx950"})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}}) {
       auto selection = selectTiles(chip, n, k, 128);
@@ -75,7 +75,7 @@ TEST(TileSelection, SmallMSharesXAcrossWaves) {
         ASSERT_NE(tile, nullptr);
         SCOPED_TRACE(chip.str() + " N = " + std::to_string(n) +
                      " M = " + std::to_string(m));
-        EXPECT_GE(tile->waves, 4);
+        EXPECT_GE(tile->waves, 2);
         EXPECT_GE(tile->blockN, 64);
         EXPECT_EQ(tile->splitK, 1);
         EXPECT_EQ(tile->stages, n == 128 ? 4 : 1);

@@ -2,16 +2,18 @@
 //------------===//
 //
 // One entry per kernel: {min_m, max_m (0 = unbounded), block_m, block_n, waves,
-// mfma, split_k, stages, occupancy}. The comment on each entry says what it
-// buys, in modelled kernel time on MI300X (docs/timing-model.md); the grid is
+// mfma, split_k, stages, occupancy}. The comment on each entry gives its
+// worst modelled ratio to the fastest candidate over the B and M it serves
+// (timing model 2, docs/timing-model.md; how below); the grid is
 // ceil(N / block_n) * split_k x ceil(M / block_m) x B.
 //
 // Decode kernels are bound by one workgroup's serial chain (its memory round
 // trips and its X passes), not by arithmetic (SPEC.md). A workgroup's waves
-// quantize its rows into LDS once for all of its N columns, so several waves
-// per workgroup shorten every wave's chain, and wide N tiles avoid
-// re-quantizing X once per narrow tile, which dominates the issue time at
-// large B. Split-K (each split stores an f32 partial to a workspace and the
+// quantize its rows into LDS once for all of its N columns, and wide N tiles
+// avoid re-quantizing X once per narrow tile, which dominates the issue time
+// at large B; but a workgroup's waves share their SIMDs and their CU's pipes,
+// so more waves per workgroup shorten its chain only while the SIMDs have
+// slots to spare. Split-K (each split stores an f32 partial to a workspace and the
 // last to arrive sums them in split order, ABI/KernelABI.h) costs two more
 // round trips and HBM traffic: no table entry gains from it since V-up's
 // groups are loaded all at once (stages = 4).
@@ -39,54 +41,42 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   static const MfmaLayout *const k16 = lookupMfma("m16n16k32");
   static const MfmaLayout *const k32 = lookupMfma("m32n32k16");
 
-  // Chosen with the emulator's timing model (docs/timing-model.md): every
-  // candidate compiled and modelled at B = 8, 16, 32, 128 on each range's
-  // edges (bench/tile-sweep.cpp), keeping the tile that beats the peer
-  // kernels at every B (bench/kernel-time.py). What decided: a wave's serial
-  // chain is its X passes, so more waves per workgroup (each quantizing a
-  // share of the rows into LDS once for all N columns of the tile) shorten
-  // it more than more workgroups do; and at large B the issue term counts
-  // every re-quantization of X, so wide N tiles pay.
+  // Chosen with timing model 2 (docs/timing-model.md), which simulates the
+  // workgroups resident on a CU together: every candidate compiled and
+  // modelled at B = 8, 16, 32, 64, 128 and M = 1, 16, 32, ..., 1024 by
+  //   mla-fp8-tile-sweep --chip C -N n -K k --batches 8,16,32,64,128 \
+  //       --ms 1,16,32,64,128,256,512,1024 --tile ... | bench/tile-choose.py -
+  // and, per M range, the tile whose worst ratio to the fastest candidate of
+  // the same (B, M) is smallest (bench/tile-choose.py). The figure after
+  // each entry is that worst ratio: one tile per M range serves every B,
+  // and the fastest tile is a function of the launch's rows B * M rather
+  // than of M (at B = 8 the tile that wins at B = 128 has 4x fewer rows per
+  // workgroup than it needs), which is what a choice by (B, M) would gain.
+  //
+  // What decides under this model: the waves of a workgroup share their
+  // SIMDs and the CU's memory and LDS pipes, and its co-resident copies
+  // share them too, so 8-wave tiles no longer shorten a chain for free; a
+  // launch that leaves CUs idle (small B * M) wins with narrow tiles of 2 to
+  // 4 waves, spread over more CUs, and a launch of several rounds with the
+  // widest tiles, which quantize X least often.
 
   // gfx942 (MI300X: 304 CUs, 64 KiB LDS), K-up: N = 512, K = 128, one group.
-  // Modelled times below are MI300X, from bench/tile-sweep.cpp.
   static const TileConfig gfx942KUp[] = {
-      // 8 waves of 16 columns, 2 rows each to quantize: 1.25 us at B <= 32.
-      // 16x16 single-wave tiles (512 workgroups at B = 16, one per CU and
-      // more) took 1.32 us at M = 1 and 1.77 at M = 16: every one of them
-      // quantizes all its rows alone.
-      {1, 16, 16, 128, 8, k16},
-      // 32 rows, 8 waves of 16 columns: 1.38 us at B = 8 up to M = 256 and
-      // 12.7 at B = 128, M = 256 (32x16 single-wave tiles: 2.1-2.6 us at
-      // B = 8; 32x256: 1.67 at B = 8, 9.5 at B = 128).
-      {17, 32, 32, 128, 8, k16},
-      {33, 64, 32, 128, 8, k16},
-      {65, 128, 32, 128, 8, k16},
-      {129, 256, 32, 128, 8, k16},
-      // 32x32x16 MFMAs, 64x256 tiles: X quantized twice per row instead of
-      // four times, which the issue term counts at large B.
-      {257, 512, 64, 256, 8, k32},
-      {513, 0, 128, 256, 8, k32},
+      {1, 16, 16, 64, 2, k16},     // 1.096 (was 16x128x8: 1.116)
+      {17, 64, 16, 128, 4, k16},   // 1.107 (32x128x8: 1.27 at M = 64)
+      {65, 512, 32, 128, 4, k16},  // 1.209 / 1.402 / 1.421 at M = 128 /
+                                   // 256 / 512 (32x128x8: 1.34 / 1.64)
+      {513, 0, 64, 256, 8, k32},   // 1.349 (128x256x8: 1.377)
   };
 
   // gfx942, V-up: N = 128, K = 512, four groups, emitted as straight-line
-  // code with all four groups' loads issued up front (stages = 4): one memory
-  // round trip per workgroup. 16x64 tiles: 2.09 us at B <= 16 up to M = 256
-  // (stages = 2: 2.31; split_k = 2, which the table used up to M = 16 before
-  // the groups were unrolled: 2.74, its partials costing two more round
-  // trips; split_k = 4: 2.49).
+  // code with all four groups' loads issued up front (stages = 4): one
+  // memory round trip per workgroup.
   static const TileConfig gfx942VUp[] = {
-      {1, 16, 16, 64, 4, k16, 1, 4},
-      {17, 32, 16, 64, 4, k16, 1, 4},
-      {33, 64, 16, 64, 4, k16, 1, 4},
-      // 5.64 us at B = 128 (32x128: 5.54, but 2.40 against 2.09 at B <= 16).
-      {65, 128, 16, 64, 4, k16, 1, 4},
-      // 32x128, 8 waves, from here: half the X re-reads of 16x64, which the
-      // issue term counts at large B (B = 128, M = 256: 9.50 us against
-      // 11.28).
-      {129, 256, 32, 128, 8, k16, 1, 4},
-      {257, 512, 32, 128, 8, k16, 1, 4},
-      {513, 0, 32, 128, 8, k16, 1, 4},
+      {1, 32, 16, 64, 4, k16, 1, 4},    // 1.113 / 1.070 at M = 16 / 32
+      {33, 512, 16, 128, 4, k16, 1, 4}, // 1.165 to 1.213 (16x64x4: 1.18 to
+                                        // 1.24; 32x128x8: 1.24 at M = 512)
+      {513, 0, 32, 128, 8, k16, 1, 4},  // 1.084
   };
 
   // gfx950 (MI355X: 256 CUs, 160 KiB LDS): the gfx942 tile shapes, each
@@ -96,7 +86,8 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   // are applied to one partial per group either way. Modelled on MI355X
   // (bench/tile-sweep.cpp, B = 8, 16, 32, 128 and M = 1 to 1024), every
   // f8f6f4 tile is as fast as or faster than its 16x16x32 / 32x32x16 twin
-  // at every (B, M); where both are HBM-bound they tie. So no gfx950 entry
+  // at every (B, M) (timing model 1, as are the figures of this paragraph
+  // and the next); where both are HBM-bound they tie. So no gfx950 entry
   // keeps the older shapes; they serve groups shorter than the f8f6f4 K
   // (128 or 64; the heuristic tiles, TileSelection.cpp). The
   // f8f6f4 issue cycles (32 / 64, ISA-NOTES.md section 4) are the uncertain
@@ -113,32 +104,21 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   static const MfmaLayout *const k128 = lookupMfma("m16n16k128");
   static const MfmaLayout *const k64 = lookupMfma("m32n32k64");
 
-  // K-up: the same tiles as gfx942, for the same reasons (a wave's chain
-  // does not depend on the CU count). 16x128: 1.032 us at B <= 32 and
-  // M <= 16 (16x16x32: 1.048); 32x128: 1.102 (1.135), and 10.13 us at
-  // B = 128, M = 256 (10.51); 64x256: 1.640 us at B = 8, M = 512 (32x32x16:
-  // 1.710; 16x16x128: 1.655); 128x256: 2.475 at B = 8, M = 1024 (2.652),
-  // HBM-bound at B = 128 (22.02, a tie).
+  // K-up: the gfx942 shapes with f8f6f4 MFMAs, the last range wider.
   static const TileConfig gfx950KUp[] = {
-      {1, 16, 16, 128, 8, k128},    {17, 32, 32, 128, 8, k128},
-      {33, 64, 32, 128, 8, k128},   {65, 128, 32, 128, 8, k128},
-      {129, 256, 32, 128, 8, k128}, {257, 512, 64, 256, 8, k64},
-      {513, 0, 128, 256, 8, k64},
+      {1, 16, 16, 64, 2, k128},    // 1.081 (was 16x128x8: 1.087)
+      {17, 64, 16, 128, 4, k128},  // 1.088 / 1.150 at M = 32 / 64
+      {65, 256, 32, 128, 4, k128}, // 1.172 / 1.449 at M = 128 / 256
+      {257, 0, 64, 256, 8, k64},   // 1.334 / 1.276 at M = 512 / 1024
+                                   // (128x256x8: 1.51 / 1.34)
   };
 
-  // V-up leaves 16x64 earlier than on gfx942: with 256 CUs the 16x64 grid
-  // becomes issue-bound sooner at B = 128 (M = 64: 2.63 us against 2.36
-  // for 16x128; M = 128: 5.25 against 3.67 for 32x128), at a cost of 0.05
-  // and 0.36 us at B <= 32. With 16x16x128: 16x64 1.545 us at B <= 32
-  // (16x16x32: 1.660), 16x128 1.593 (1.743), 32x128 1.903 (1.970) and at
-  // B = 128, M = 1024 23.31 (24.91). 32x128 with 4 waves of 32x32x64: 2.66
-  // us at B = 8, M = 64 (a wave's 32 rows of MFMAs in series); 64x128:
-  // 2.91, issue-bound on its X passes.
+  // V-up: the gfx942 shapes with 16x16x128 MFMAs, 32x128 from M = 257.
   static const TileConfig gfx950VUp[] = {
-      {1, 16, 16, 64, 4, k128, 1, 4},     {17, 32, 16, 64, 4, k128, 1, 4},
-      {33, 64, 16, 128, 8, k128, 1, 4},   {65, 128, 32, 128, 8, k128, 1, 4},
-      {129, 256, 32, 128, 8, k128, 1, 4}, {257, 512, 32, 128, 8, k128, 1, 4},
-      {513, 0, 32, 128, 8, k128, 1, 4},
+      {1, 32, 16, 64, 4, k128, 1, 4},    // 1.118 / 1.059 at M = 16 / 32
+      {33, 256, 16, 128, 4, k128, 1, 4}, // 1.154 / 1.194 (16x64x4: 1.18 /
+                                         // 1.71 at M = 64 / 256)
+      {257, 0, 32, 128, 8, k128, 1, 4},  // 1.224 / 1.119 at M = 512 / 1024
   };
 
   static const TileTableEntry table[] = {
