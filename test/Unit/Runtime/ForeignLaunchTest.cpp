@@ -55,9 +55,10 @@ TEST(ForeignLaunch, GridFormulas) {
         "(B, 4294967296, 1)", "(B, 9223372036854775807 * 2, 1)"}) {
     auto g = evaluateForeignGrid(bad, 2, 3, 4, 5);
     EXPECT_FALSE(bool(g)) << bad;
-    if (!g)
+    if (!g) {
       EXPECT_NE(llvm::toString(g.takeError()).find("grid '"),
                 std::string::npos);
+    }
   }
 }
 
