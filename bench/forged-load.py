@@ -17,8 +17,8 @@ on it:
   are one real kernel's, replicated), so every per-entry lookup succeeds;
 * the symbols are as long as the naming scheme allows: n, k and group_size
   65536 (their limits), in_type and out_type f16, per-batch scales and a
-  bias (`mla_fp8_n65536_k65536_g65536_xf16_f16_pb_bias_<chip>_m<M>_<M>`),
-  with ten-digit M ranges (min_m = max_m = 2^31 - N ... 2^31 - 1, so the
+  bias (`mla_fp8_n65536_k65536_g65536_xf16_f16_pb_bias_<chip>_r<R>_<R>`),
+  with ten-digit ranges of rows (min_rows = max_rows = 2^31 - N ... 2^31 - 1, so the
   ranges are disjoint), all of one length and one description, so that
   name comparisons and the overlap check do their full work;
 * the metadata lists the kernels in the reverse of the manifest's order,
@@ -36,7 +36,7 @@ its template); mla-fp8-opt compiles that bundle's first kernel, with its
 tile, to assembly (mlafp8-to-hsaco{format=isa}); the kernel's text and
 metadata are replicated under the forged names, assembled with llvm-mc-22
 and linked with ld.lld-22 -shared; the manifest entries are the real entry
-with the forged fields (symbol, n, k, group_size, types, M range, grid.x,
+with the forged fields (symbol, n, k, group_size, types, range of rows, grid.x,
 workspace). Everything is built in a temporary directory, removed at the
 end (--keep DIR copies the forged bundle there first).
 
@@ -249,8 +249,8 @@ def kernel_assembly(tools, work, chip, entry):
         f"%w: tensor<{b}x{n}x{k}x{fp8}>, %ws: tensor<1xf32>) -> "
         f"tensor<{b}x?x{n}x{out_type}> {{\n"
         f"  %y = mlafp8.prequant_bmm %x, %w, %ws {{group_size = "
-        f"{entry['group_size']} : i64, tiles = [#mlafp8.tile<min_m = 1, "
-        f"max_m = 0, block_m = {t['block_m']}, block_n = {t['block_n']}, "
+        f"{entry['group_size']} : i64, tiles = [#mlafp8.tile<min_rows = 1, "
+        f"max_rows = 0, block_m = {t['block_m']}, block_n = {t['block_n']}, "
         f"waves = {t['waves']}, mfma = {t['mfma']}, split_k = "
         f"{t['split_k']}, stages = {t['stages']}, occupancy = "
         f"{t['occupancy']}>]}} : tensor<{b}x?x{k}x{in_type}>, "
@@ -346,7 +346,7 @@ class AssemblyTemplate:
 
 
 def kernel_symbol(chip, n, k, group, in_type, out_type, per_batch, bias,
-                  min_m, max_m):
+                  min_rows, max_rows):
     # docs/manifest.md; kernel_abi::getKernelSymbol, _abi.kernel_symbol.
     name = f"mla_fp8_n{n}_k{k}_g{group}"
     if in_type != "bf16":
@@ -356,8 +356,8 @@ def kernel_symbol(chip, n, k, group, in_type, out_type, per_batch, bias,
         name += "_pb"
     if bias:
         name += "_bias"
-    return name + f"_{chip}_m{min_m}_" + ("inf" if max_m == 0 else
-                                          str(max_m))
+    return name + f"_{chip}_r{min_rows}_" + ("inf" if max_rows == 0 else
+                                             str(max_rows))
 
 
 def ceil_div(a, b):
@@ -365,8 +365,8 @@ def ceil_div(a, b):
 
 
 def forged_entries(chip, template, count):
-    """`count` entries of one description whose M ranges are disjoint
-    single tokens, M = 2^31 - count ... 2^31 - 1 (ten digits each while
+    """`count` entries of one description whose ranges of rows are
+    disjoint single rows, M = 2^31 - count ... 2^31 - 1 (ten digits each while
     count <= 2^31 - 10^9)."""
     n = k = MAX_NK
     group = MAX_GROUP_SIZE
@@ -382,11 +382,11 @@ def forged_entries(chip, template, count):
         m = first + i
         e = copy.deepcopy(template)
         e.update(n=n, k=k, group_size=group, in_type="f16", out_type="f16",
-                 w_scale="per_batch", has_bias=True, min_m=m, max_m=m,
+                 w_scale="per_batch", has_bias=True, min_rows=m, max_rows=m,
                  workspace_bytes_per_block=workspace)
         e["symbol"] = kernel_symbol(chip, n, k, group, "f16", "f16", True,
                                     True, m, m)
-        e["tile"]["min_m"] = e["tile"]["max_m"] = m
+        e["tile"]["min_rows"] = e["tile"]["max_rows"] = m
         e["grid"]["x"] = tiles * split_k
         entries.append(e)
     return entries
@@ -724,7 +724,7 @@ def main():
     if args.kernels < 1:
         parser.error("--kernels must be at least 1")
     if args.kernels > 10 ** 9:
-        parser.error("--kernels must leave the M ranges ten digits long")
+        parser.error("--kernels must leave the ranges of rows ten digits long")
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     chips = [c.strip() for c in args.chips.split(",") if c.strip()]

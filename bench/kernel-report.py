@@ -34,20 +34,22 @@ def main():
     batch = int(sys.argv[2]) if len(sys.argv) > 2 else 16
     with open(f"{sys.argv[1]}/manifest.json") as f:
         manifest = json.load(f)
-    header = (f"{'kernel':48} {'M range':>10} {'VGPR':>5} {'AGPR':>5} "
+    header = (f"{'kernel':48} {'rows B*M':>11} {'VGPR':>5} {'AGPR':>5} "
               f"{'SGPR':>5} {'LDS':>6} {'instr':>6} {'MFMA':>5} {'split':>5} "
               f"{'WGs@M=1':>8} {'WGs@min':>8} {'spill':>5} {'scratch':>7}")
     print(f"batch B = {batch}")
     print(header)
     for chip in manifest["chips"]:
         for k in chip["kernels"]:
-            m_range = f"{k['min_m']}-{k['max_m'] or 'inf'}"
-            first = workgroups(k, 1, batch) if k["min_m"] == 1 else 0
-            print(f"{k['symbol']:48} {m_range:>10} {k['vgprs']:>5} "
+            rows = f"{k['min_rows']}-{k['max_rows'] or 'inf'}"
+            # The first M of the range at this batch.
+            first_m = -(-k["min_rows"] // batch)
+            first = workgroups(k, 1, batch) if first_m == 1 else 0
+            print(f"{k['symbol']:48} {rows:>11} {k['vgprs']:>5} "
                   f"{k['agprs']:>5} {k['sgprs']:>5} {k['lds_bytes']:>6} "
                   f"{k['instructions']:>6} {k['mfma_instructions']:>5} "
                   f"{k['tile']['split_k']:>5} {first or '-':>8} "
-                  f"{workgroups(k, k['min_m'], batch):>8} "
+                  f"{workgroups(k, first_m, batch):>8} "
                   f"{k['vgpr_spills'] + k['sgpr_spills']:>5} "
                   f"{k['scratch_bytes']:>7}")
 

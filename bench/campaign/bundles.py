@@ -409,7 +409,8 @@ def bundle_campaign(ctx, name):
         calls = []
         if index is not None and index < len(kernels):
             k = kernels[index]
-            m = max(k["min_m"], rng.randint(1, 4))
+            # B = 2: the first M whose rows the kernel serves, or a few more.
+            m = max(-(-k["min_rows"] // 2), rng.randint(1, 4))
             calls.append((k["projection"], m, 2, bool(k["has_bias"])))
             # The call the mutated entry now claims to serve, if another.
             try:

@@ -282,10 +282,10 @@ def pyargs_api(spec):
         kernel.workspace_bytes(2**62, 2**62)
         return "ok"
     if choice == "find-huge-m":
-        bundle.find_kernel("gfx942", 512, 128, 2**70)
+        bundle.find_kernel("gfx942", 512, 128, 2**70, 16)
         return "ok"
     if choice == "find-bad":
-        bundle.find_kernel(rng.choice([None, 942, ""]), "512", -1, None)
+        bundle.find_kernel(rng.choice([None, 942, ""]), "512", -1, None, -1)
         return "ok"
     out = Path(spec["work"]) / "gen"
     if choice == "gen-equal-dims":

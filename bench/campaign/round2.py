@@ -761,7 +761,7 @@ def byteorder_call(spec):
             return getattr(mla_fp8, DROP_IN)(a["X"], a["WQ"], a["w_scale"],
                                              **kw)
         if target == "emulated":
-            kernel = bundle.find_kernel("gfx942", n, k, m,
+            kernel = bundle.find_kernel("gfx942", n, k, m, batch,
                                         in_type="f16" if f16_in else "bf16",
                                         has_bias=a.get("bias") is not None)
             mla_fp8.run_kernel_emulated(bundle, kernel, a["X"], a["WQ"],

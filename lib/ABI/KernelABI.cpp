@@ -152,7 +152,7 @@ std::string kernel_abi::getKernelSymbol(const KernelNameFields &f) {
     name += "_pb";
   if (f.hasBias)
     name += "_bias";
-  name += "_" + f.chip + "_m" + std::to_string(f.minM) + "_" +
-          (f.maxM == 0 ? std::string("inf") : std::to_string(f.maxM));
+  name += "_" + f.chip + "_r" + std::to_string(f.minRows) + "_" +
+          (f.maxRows == 0 ? std::string("inf") : std::to_string(f.maxRows));
   return name;
 }

@@ -54,7 +54,7 @@ std::string kernel_abi::serialize(const KernelDescription &description) {
 }
 
 KernelNameFields kernel_abi::getNameFields(const KernelDescription &d,
-                                           int64_t minM, int64_t maxM) {
+                                           int64_t minRows, int64_t maxRows) {
   KernelNameFields fields;
   fields.n = d.n;
   fields.k = d.k;
@@ -64,7 +64,7 @@ KernelNameFields kernel_abi::getNameFields(const KernelDescription &d,
   fields.perBatchScale = d.weightScale == WeightScaleMode::PerBatch;
   fields.hasBias = d.hasBias;
   fields.chip = d.chip;
-  fields.minM = minM;
-  fields.maxM = maxM;
+  fields.minRows = minRows;
+  fields.maxRows = maxRows;
   return fields;
 }

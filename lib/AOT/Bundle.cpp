@@ -92,7 +92,7 @@ planChipKernels(const std::vector<KernelGroupSpec> &groups,
       return tiles.takeError();
     for (const TileConfig &tile : *tiles) {
       std::string symbol = kernel_abi::getKernelSymbol(
-          kernel_abi::getNameFields(g.kernel, tile.minM, tile.maxM));
+          kernel_abi::getNameFields(g.kernel, tile.minRows, tile.maxRows));
       kernels.push_back({symbol, g, tile, {}, {}});
     }
   }
@@ -173,7 +173,7 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
     source[i] = i;
     for (size_t j = 0; j < i; ++j)
       if (chipGroups[j]->kernel == chipGroups[i]->kernel &&
-          chipGroups[j]->maxM == chipGroups[i]->maxM) {
+          chipGroups[j]->getPlannedRows() == chipGroups[i]->getPlannedRows()) {
         source[i] = j;
         break;
       }

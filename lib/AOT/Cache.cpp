@@ -44,24 +44,32 @@ const std::string &mlir::mlafp8::getCompilerFingerprint() {
 }
 
 // Batches and TP degrees are left out on purpose: B is a run-time value, so
-// they change neither the code nor the entry's index. A new group field must
-// be added to serializeGroupForCache, or here with a reason.
+// they change neither the code nor the entry's index, except through the
+// rows the ranges are planned for (maxM times the largest batch), which
+// decide the ranges a group keeps: the key holds the kept tiles instead. A new
+// group field must be added to serializeGroupForCache, or here with a reason.
 static_assert(kernel_abi::detail::countAggregateFields<KernelGroupSpec>() == 7,
               "a KernelGroupSpec field is new: decide whether it changes the "
               "code and add it to serializeGroupForCache");
 
 std::string mlir::mlafp8::serializeGroupForCache(const KernelGroupSpec &group) {
-  std::string text = llvm::formatv("projection={0} max_m={1} kernel={2} "
-                                   "code_object_version={3}",
-                                   group.projection, group.maxM,
-                                   kernel_abi::serialize(group.kernel),
-                                   group.codeObjectVersion)
-                         .str();
-  // Explicit tiles (--tile), when given: the keys of groups tiled by the
-  // table stay as they were.
-  for (const TileConfig &t : group.tiles)
-    text += llvm::formatv(" tile={0}-{1}:{2}x{3}x{4}:{5}:{6}:{7}:{8}", t.minM,
-                          t.maxM, t.blockM, t.blockN, t.waves,
+  std::string text =
+      llvm::formatv("projection={0} kernel={1} "
+                    "code_object_version={2}",
+                    group.projection, kernel_abi::serialize(group.kernel),
+                    group.codeObjectVersion)
+          .str();
+  // The kernels: explicit tiles (--tile) or the table's, cut to the planned
+  // rows. A group whose tiles cannot be listed is never compiled (the kernel
+  // set checks it first); its key says so.
+  llvm::Expected<SmallVector<TileConfig>> tiles = getGroupTiles(group);
+  if (!tiles) {
+    llvm::consumeError(tiles.takeError());
+    return text + " tiles=none";
+  }
+  for (const TileConfig &t : *tiles)
+    text += llvm::formatv(" tile={0}-{1}:{2}x{3}x{4}:{5}:{6}:{7}:{8}",
+                          t.minRows, t.maxRows, t.blockM, t.blockN, t.waves,
                           t.mfma->shapeName, t.splitK, t.stages, t.occupancy)
                 .str();
   return text;

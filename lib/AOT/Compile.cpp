@@ -34,7 +34,7 @@ static llvm::Error setCheckedTiles(PrequantBmmOp bmm,
   SmallVector<Attribute> tileAttrs;
   for (const TileConfig &tile : tiles) {
     TileAttr attr = TileAttr::getChecked(
-        [&] { return bmm.emitError(); }, context, tile.minM, tile.maxM,
+        [&] { return bmm.emitError(); }, context, tile.minRows, tile.maxRows,
         tile.blockM, tile.blockN, tile.waves, tile.mfma, tile.splitK,
         tile.stages, tile.occupancy);
     if (!attr)
@@ -69,7 +69,7 @@ llvm::Error mlir::mlafp8::verifyExplicitTiles(const KernelGroupSpec &spec) {
 }
 
 /// Runs the mlafp8 lowering on `module` up to gpu.modules in the LLVM and
-/// ROCDL dialects, with the group's M ranges, and returns the kernels.
+/// ROCDL dialects, with the group's ranges of rows, and returns the kernels.
 static llvm::Expected<std::vector<std::pair<std::string, TileConfig>>>
 lowerGroup(ModuleOp module, const KernelGroupSpec &spec,
            std::string &diagnostics) {

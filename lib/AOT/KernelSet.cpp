@@ -10,6 +10,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::mlafp8;
 
@@ -112,8 +115,8 @@ llvm::Expected<TileConfig> mlir::mlafp8::parseTileSpec(llvm::StringRef text) {
   text.split(parts, ':');
   parts[0].split(dims, 'x');
   TileConfig t;
-  t.minM = 1;
-  t.maxM = 0;
+  t.minRows = 1;
+  t.maxRows = 0;
   auto bad = [&](const llvm::Twine &why) {
     return llvm::createStringError("bad tile '" + text + "' (" + why +
                                    "): expected "
@@ -146,13 +149,24 @@ mlir::mlafp8::getGroupTiles(const KernelGroupSpec &spec) {
   if (!selection)
     return selection.takeError();
   SmallVector<TileConfig> kept;
+  int64_t plannedRows = spec.getPlannedRows();
   for (const TileConfig &tile : selection->tiles)
-    if (tile.minM <= spec.maxM)
+    if (tile.minRows <= plannedRows)
       kept.push_back(tile);
   if (kept.empty())
-    return makeError("no tile serves M = 1 for " + spec.getBaseName());
-  kept.back().maxM = 0;
+    return makeError("no tile serves one row for " + spec.getBaseName());
+  kept.back().maxRows = 0;
   return kept;
+}
+
+int64_t KernelGroupSpec::getPlannedRows() const {
+  int64_t batch = batches.empty()
+                      ? kPlanningBatch
+                      : *std::max_element(batches.begin(), batches.end());
+  int64_t rows;
+  if (__builtin_mul_overflow(maxM, std::max<int64_t>(batch, 1), &rows))
+    return std::numeric_limits<int64_t>::max();
+  return rows;
 }
 
 /// Parses one of the element types a kernel spec names.

@@ -15,9 +15,11 @@ using namespace mlir::mlafp8;
 
 llvm::json::Value mlir::mlafp8::tileToJSON(const TileConfig &t) {
   return llvm::json::Object{
-      {"min_m", t.minM},     {"max_m", t.maxM},    {"block_m", t.blockM},
-      {"block_n", t.blockN}, {"waves", t.waves},   {"mfma", t.mfma->shapeName},
-      {"split_k", t.splitK}, {"stages", t.stages}, {"occupancy", t.occupancy}};
+      {"min_rows", t.minRows},   {"max_rows", t.maxRows},
+      {"block_m", t.blockM},     {"block_n", t.blockN},
+      {"waves", t.waves},        {"mfma", t.mfma->shapeName},
+      {"split_k", t.splitK},     {"stages", t.stages},
+      {"occupancy", t.occupancy}};
 }
 
 static kernel_abi::LaunchShape getLaunchShape(const BundleKernel &k) {
@@ -103,8 +105,8 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
           {"projection", k.group.projection},
           {"batches", llvm::json::Array(k.group.batches)},
           {"tp", llvm::json::Array(k.group.tp)},
-          {"min_m", k.tile.minM},
-          {"max_m", k.tile.maxM},
+          {"min_rows", k.tile.minRows},
+          {"max_rows", k.tile.maxRows},
           {"tile", tileToJSON(k.tile)},
           {"workgroup_size", llvm::json::Array{wg[0], wg[1], wg[2]}},
           {"grid", renderGrid(k)},
@@ -179,7 +181,9 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
         "  int32_t n, k, group_size;\n"
         "  const char *in_type;     /* activations: \"bf16\" or \"f16\" */\n"
         "  const char *fp8_type, *out_type, *w_scale;\n"
-        "  int32_t min_m, max_m;    /* max_m 0: no upper bound */\n"
+        "  /* serves the launches of min_rows <= B * M <= max_rows; max_rows "
+        "0: no upper bound */\n"
+        "  int32_t min_rows, max_rows;\n"
         "  int32_t block_m, block_n, split_k, workgroup_size;\n"
         "  uint32_t lds_bytes, kernarg_size;\n"
         "  /* split-K workspace: this many bytes per (batch, M tile), zeroed "
@@ -199,8 +203,8 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
           chip.chip, k.symbol, k.group.projection, g.n, g.k, g.groupSize,
           g.fp8Type, g.outType,
           llvm::StringRef(kernel_abi::stringifyWeightScaleMode(g.weightScale)),
-          k.tile.minM, k.tile.maxM, k.tile.blockM, k.tile.blockN, k.tile.splitK,
-          kernel_abi::getWorkgroupSize(getLaunchShape(k))[0],
+          k.tile.minRows, k.tile.maxRows, k.tile.blockM, k.tile.blockN,
+          k.tile.splitK, kernel_abi::getWorkgroupSize(getLaunchShape(k))[0],
           k.metadata.groupSegmentFixedSize, k.metadata.kernargSegmentSize,
           getWorkspaceBytesPerBlock(k), g.hasBias ? 1 : 0, g.inType);
       ++count;

@@ -84,8 +84,8 @@ embedding::compileSpec(const CompileSpecOptions &o) {
   for (const auto &[symbol, tile] : compiled->kernels) {
     CompiledKernel &k = result.kernels.emplace_back();
     k.symbol = symbol;
-    k.minM = tile.minM;
-    k.maxM = tile.maxM;
+    k.minRows = tile.minRows;
+    k.maxRows = tile.maxRows;
     k.blockM = tile.blockM;
     k.blockN = tile.blockN;
     k.waves = tile.waves;

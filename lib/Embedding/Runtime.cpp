@@ -66,6 +66,7 @@ embedding::LoaderFacts embedding::getLoaderFacts() {
       {"MAX_MANIFEST_K", runtime::kMaxManifestK},
       {"MAX_MANIFEST_GROUP_SIZE", runtime::kMaxManifestGroupSize},
       {"MAX_MANIFEST_M", runtime::kMaxManifestM},
+      {"MAX_MANIFEST_ROWS", runtime::kMaxManifestRows},
       {"MAX_MANIFEST_CHIPS", runtime::kMaxManifestChips},
       {"MAX_MANIFEST_KERNELS_PER_CHIP", runtime::kMaxManifestKernelsPerChip},
       {"MAX_MANIFEST_ARGS", runtime::kMaxManifestArgs},

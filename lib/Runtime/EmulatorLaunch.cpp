@@ -151,11 +151,13 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   if (call.batch < 0 || call.m < 0)
     return makeError(
         llvm::formatv("invalid launch: B = {0}, M = {1}", call.batch, call.m));
-  if (!kernel.servesM(call.m) && call.m != 0)
-    return makeError(llvm::formatv("kernel '{0}' serves M in [{1}, {2}], not "
-                                   "{3}",
-                                   kernel.symbol, kernel.minM, kernel.maxM,
-                                   call.m));
+  if (!kernel.serves(call.m, call.batch) && call.m != 0 && call.batch != 0)
+    return makeError(llvm::formatv(
+        "kernel '{0}' serves the launches of {1} to {2} rows (B * M), not "
+        "B = {3}, M = {4}",
+        kernel.symbol, kernel.minRows,
+        kernel.maxRows ? std::to_string(kernel.maxRows) : std::string("any"),
+        call.batch, call.m));
   if (call.xStrideB < 0 || call.xStrideM < 0 || call.yStrideB < 0 ||
       call.yStrideM < 0)
     return makeError("strides must not be negative");

@@ -67,7 +67,8 @@ const LoadedChip *LoadedBundle::findChip(std::string_view chip) const {
 
 const KernelEntry *LoadedBundle::findKernel(const KernelQuery &q) const {
   const LoadedChip *chip = findChip(q.chip);
-  if (!chip || q.m < 0)
+  if (!chip || q.m < 0 || q.batch < 0 || q.m > kMaxManifestM ||
+      q.batch > kMaxManifestM)
     return nullptr;
   const KernelEntry *lowest = nullptr;
   kernel_abi::KernelDescription wanted = q;
@@ -75,18 +76,19 @@ const KernelEntry *LoadedBundle::findKernel(const KernelQuery &q) const {
     wanted.fp8Type = e.fp8Type;
     if (wanted != e)
       continue;
-    if (q.m > 0 && e.servesM(q.m))
+    if (e.serves(q.m, q.batch))
       return &e;
-    if (!lowest || e.minM < lowest->minM)
+    if (!lowest || e.minRows < lowest->minRows)
       lowest = &e;
   }
-  // M = 0 launches nothing; any kernel of the shape describes that (empty)
-  // launch, and a launcher should not mistake it for an unsupported shape.
-  return q.m == 0 ? lowest : nullptr;
+  // M = 0 or B = 0 launches nothing; any kernel of the shape describes that
+  // (empty) launch, and a launcher should not mistake it for an unsupported
+  // shape.
+  return q.m == 0 || q.batch == 0 ? lowest : nullptr;
 }
 
 const KernelEntry *LoadedBundle::findKernel(std::string_view chip, int64_t n,
-                                            int64_t k, int64_t m,
+                                            int64_t k, int64_t m, int64_t batch,
                                             std::string_view outType,
                                             std::string_view wScale,
                                             int64_t groupSize) const {
@@ -99,6 +101,7 @@ const KernelEntry *LoadedBundle::findKernel(std::string_view chip, int64_t n,
   q.n = n;
   q.k = k;
   q.m = m;
+  q.batch = batch;
   q.outType = std::string(outType);
   q.weightScale = *mode;
   q.groupSize = groupSize;
@@ -107,15 +110,15 @@ const KernelEntry *LoadedBundle::findKernel(std::string_view chip, int64_t n,
 
 KernelEntry
 runtime::makeKernelEntry(const kernel_abi::KernelDescription &description,
-                         int64_t minM, int64_t maxM,
+                         int64_t minRows, int64_t maxRows,
                          const kernel_abi::LaunchShape &launch,
                          std::shared_ptr<const std::string> codeObject) {
   KernelEntry e;
   static_cast<kernel_abi::KernelDescription &>(e) = description;
   e.symbol = kernel_abi::getKernelSymbol(
-      kernel_abi::getNameFields(description, minM, maxM));
-  e.minM = minM;
-  e.maxM = maxM;
+      kernel_abi::getNameFields(description, minRows, maxRows));
+  e.minRows = minRows;
+  e.maxRows = maxRows;
   e.blockM = launch.blockM;
   e.blockN = launch.blockN;
   e.waves = launch.waves;

@@ -83,11 +83,11 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
           r.getChoice(o, "w_scale", path, {"per_tensor", "per_batch"}))
           .value_or(kernel_abi::WeightScaleMode::PerTensor);
   e.hasBias = r.getBool(o, "has_bias", path);
-  e.minM = r.getInt(o, "min_m", path, 1, kMaxManifestM);
-  e.maxM = r.getInt(o, "max_m", path, 0, kMaxManifestM);
-  if (!r.failed() && e.maxM != 0 && e.maxM < e.minM)
-    r.fail(R::join(path, "max_m"),
-           llvm::formatv("{0} is below min_m {1}", e.maxM, e.minM));
+  e.minRows = r.getInt(o, "min_rows", path, 1, kMaxManifestRows);
+  e.maxRows = r.getInt(o, "max_rows", path, 0, kMaxManifestRows);
+  if (!r.failed() && e.maxRows != 0 && e.maxRows < e.minRows)
+    r.fail(R::join(path, "max_rows"),
+           llvm::formatv("{0} is below min_rows {1}", e.maxRows, e.minRows));
   if (const json::Object *tile = r.getObject(o, "tile", path)) {
     std::string tilePath = R::join(path, "tile");
     using kernel_abi::kMaxSplitK;
@@ -117,12 +117,16 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
                              "tiles",
                              e.blockM, e.blockN, record->m, record->n));
     }
-    if (r.getInt(*tile, "min_m", tilePath, 1, kMaxManifestM) != e.minM &&
+    if (r.getInt(*tile, "min_rows", tilePath, 1, kMaxManifestRows) !=
+            e.minRows &&
         !r.failed())
-      r.fail(R::join(tilePath, "min_m"), "differs from the kernel's min_m");
-    if (r.getInt(*tile, "max_m", tilePath, 0, kMaxManifestM) != e.maxM &&
+      r.fail(R::join(tilePath, "min_rows"),
+             "differs from the kernel's min_rows");
+    if (r.getInt(*tile, "max_rows", tilePath, 0, kMaxManifestRows) !=
+            e.maxRows &&
         !r.failed())
-      r.fail(R::join(tilePath, "max_m"), "differs from the kernel's max_m");
+      r.fail(R::join(tilePath, "max_rows"),
+             "differs from the kernel's max_rows");
   }
   if (const json::Array *wg = r.getArray(o, "workgroup_size", path, 3)) {
     std::string wgPath = R::join(path, "workgroup_size");
@@ -259,7 +263,7 @@ void runtime::checkKernelFields(ManifestReader &r, const std::string &path,
   }
 
   kernel_abi::KernelNameFields name =
-      kernel_abi::getNameFields(e, e.minM, e.maxM);
+      kernel_abi::getNameFields(e, e.minRows, e.maxRows);
   std::string expected = kernel_abi::getKernelSymbol(name);
   if (e.symbol != expected) {
     // Blame the one field whose other value would name the symbol, if any.
@@ -389,10 +393,10 @@ void runtime::checkKernelMetadata(ManifestReader &r, const std::string &path,
 }
 
 /// Two entries of one chip and projection that a lookup could both pick for
-/// some M. (Entries of two projections of the same shape compute the same
-/// thing, so either may serve a lookup.) Reports the first entry that
-/// overlaps an earlier one of another symbol, and the first such earlier
-/// one, without comparing every pair (4096 entries a chip made that 8
+/// some launch rows B * M. (Entries of two projections of the same shape
+/// compute the same thing, so either may serve a lookup.) Reports the first
+/// entry that overlaps an earlier one of another symbol, and the first such
+/// earlier one, without comparing every pair (4096 entries a chip made that 8
 /// million comparisons): within a group of one description and projection,
 /// entries of one symbol have one range (the symbol spells it), so the ranges
 /// kept, sorted by start, are disjoint until one is not, and only the kept
@@ -407,7 +411,7 @@ void runtime::checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
   };
   std::map<Key, std::map<int64_t, Kept>> groups;
   auto rangeOf = [](const KernelEntry &e) {
-    return std::make_pair(e.minM, e.maxM ? e.maxM : kMaxManifestM);
+    return std::make_pair(e.minRows, e.maxRows ? e.maxRows : kMaxManifestRows);
   };
   for (size_t i = 0; i < kernels.size(); ++i) {
     const KernelEntry &a = kernels[i];
@@ -438,8 +442,8 @@ void runtime::checkOverlaps(ManifestReader &r, const std::string &kernelsPath,
       auto [bLow, bHigh] = rangeOf(b);
       if (low <= bHigh && bLow <= high) {
         r.fail(ManifestReader::join(ManifestReader::index(kernelsPath, i),
-                                    "min_m"),
-               llvm::formatv("its M range overlaps that of kernels[{0}] "
+                                    "min_rows"),
+               llvm::formatv("its range of rows overlaps that of kernels[{0}] "
                              "('{1}')",
                              j, b.symbol));
         return;

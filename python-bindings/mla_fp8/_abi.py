@@ -46,11 +46,12 @@ TILE_OCCUPANCY = 2
 
 # --- Manifest and file limits ------------------------------------------------
 
-SUPPORTED_SCHEMA_VERSION = 3
+SUPPORTED_SCHEMA_VERSION = 4
 MAX_MANIFEST_N = 65536
 MAX_MANIFEST_K = 65536
 MAX_MANIFEST_GROUP_SIZE = 65536
 MAX_MANIFEST_M = (1 << 31) - 1
+MAX_MANIFEST_ROWS = (1 << 31) - 1
 MAX_MANIFEST_CHIPS = 16
 MAX_MANIFEST_KERNELS_PER_CHIP = 4096
 MAX_MANIFEST_ARGS = 64
@@ -166,7 +167,7 @@ def workspace_bytes_per_block(s):
 
 
 def kernel_symbol(n, k, group_size, in_type, out_type, per_batch, has_bias,
-                  chip, min_m, max_m):
+                  chip, min_rows, max_rows):
     name = f"mla_fp8_n{n}_k{k}_g{group_size}"
     if in_type != "bf16":
         name += "_x" + in_type
@@ -175,7 +176,8 @@ def kernel_symbol(n, k, group_size, in_type, out_type, per_batch, has_bias,
         name += "_pb"
     if has_bias:
         name += "_bias"
-    return name + f"_{chip}_m{min_m}_" + ("inf" if max_m == 0 else str(max_m))
+    return name + f"_{chip}_r{min_rows}_" + ("inf" if max_rows == 0 else
+                                             str(max_rows))
 
 
 def rows_overlap(stride_b, extent_b, stride_m, extent_m, n):

@@ -333,7 +333,7 @@ def _plan(torch, X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     else:
         chip_source = "chip"
     bundle = serving.get_bundle()
-    kernel = serving._find_kernel(bundle, chip, n, k, m, out_type, mode,
+    kernel = serving._find_kernel(bundle, chip, n, k, m, batch, out_type, mode,
                                   group_size, in_type, chip_source,
                                   bias is not None)
     # A compiled miss lives in a bundle of its own; it is not cached, so

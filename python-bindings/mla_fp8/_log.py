@@ -64,8 +64,8 @@ def kernel_serves(kernel, device, call_shape):
             return
         _logged.add(key)
         logger = _logger()
-    upper = "inf" if kernel.max_m == 0 else kernel.max_m
+    upper = "inf" if kernel.max_rows == 0 else kernel.max_rows
     split = ", split-K" if kernel.workspace_bytes_per_block else ""
-    logger.info("%s runs %s (%s, M %d..%s%s, from %s) for %s", device,
-                kernel.symbol, kernel.chip, kernel.min_m, upper, split,
+    logger.info("%s runs %s (%s, B*M %d..%s%s, from %s) for %s", device,
+                kernel.symbol, kernel.chip, kernel.min_rows, upper, split,
                 kernel._bundle.directory, call_shape)

@@ -91,12 +91,14 @@ def _read_tile(r, o, path, e):
             r.fail(r.join(tile_path, "mfma"),
                    f"a {e['block_m']}x{e['block_n']} block is not made of "
                    f"{record.m}x{record.n} MFMA tiles")
-    if r.get_int(tile, "min_m", tile_path, 1, _abi.MAX_MANIFEST_M) != \
-            e["min_m"] and not r.failed():
-        r.fail(r.join(tile_path, "min_m"), "differs from the kernel's min_m")
-    if r.get_int(tile, "max_m", tile_path, 0, _abi.MAX_MANIFEST_M) != \
-            e["max_m"] and not r.failed():
-        r.fail(r.join(tile_path, "max_m"), "differs from the kernel's max_m")
+    if r.get_int(tile, "min_rows", tile_path, 1, _abi.MAX_MANIFEST_ROWS) != \
+            e["min_rows"] and not r.failed():
+        r.fail(r.join(tile_path, "min_rows"),
+               "differs from the kernel's min_rows")
+    if r.get_int(tile, "max_rows", tile_path, 0, _abi.MAX_MANIFEST_ROWS) != \
+            e["max_rows"] and not r.failed():
+        r.fail(r.join(tile_path, "max_rows"),
+               "differs from the kernel's max_rows")
 
 
 def _read_geometry(r, o, path, e, grid):
@@ -210,11 +212,12 @@ def _read_kernel(r, o, path, e, grid):
     w_scale = r.get_choice(o, "w_scale", path, ("per_tensor", "per_batch"))
     e["w_scale"] = w_scale if w_scale == "per_batch" else "per_tensor"
     e["has_bias"] = r.get_bool(o, "has_bias", path)
-    e["min_m"] = r.get_int(o, "min_m", path, 1, _abi.MAX_MANIFEST_M)
-    e["max_m"] = r.get_int(o, "max_m", path, 0, _abi.MAX_MANIFEST_M)
-    if not r.failed() and e["max_m"] != 0 and e["max_m"] < e["min_m"]:
-        r.fail(r.join(path, "max_m"),
-               f"{e['max_m']} is below min_m {e['min_m']}")
+    e["min_rows"] = r.get_int(o, "min_rows", path, 1, _abi.MAX_MANIFEST_ROWS)
+    e["max_rows"] = r.get_int(o, "max_rows", path, 0, _abi.MAX_MANIFEST_ROWS)
+    if not r.failed() and e["max_rows"] != 0 and \
+            e["max_rows"] < e["min_rows"]:
+        r.fail(r.join(path, "max_rows"),
+               f"{e['max_rows']} is below min_rows {e['min_rows']}")
     _read_tile(r, o, path, e)
     _read_geometry(r, o, path, e, grid)
     e["kernarg_size"] = r.get_int(o, "kernarg_size", path, 1,
@@ -239,7 +242,7 @@ def _symbol_of(e, **change):
               "in_type": e["in_type"], "out_type": e["out_type"],
               "per_batch": e["w_scale"] == "per_batch",
               "has_bias": e["has_bias"], "chip": e["chip"],
-              "min_m": e["min_m"], "max_m": e["max_m"]}
+              "min_rows": e["min_rows"], "max_rows": e["max_rows"]}
     fields.update(change)
     return _abi.kernel_symbol(**fields)
 
@@ -361,7 +364,8 @@ def read_checked_kernel(r, o, path, chip, metadata, code_object_file):
     and its `launch` shape, checked; on an error, r.failed() says so."""
     e = {"chip": chip, "symbol": "", "projection": "", "n": 0, "k": 0,
          "group_size": 0, "in_type": "", "fp8_type": "", "out_type": "",
-         "w_scale": "per_tensor", "has_bias": False, "min_m": 0, "max_m": 0,
+         "w_scale": "per_tensor", "has_bias": False, "min_rows": 0,
+         "max_rows": 0,
          "block_m": 0, "block_n": 0, "waves": 0, "split_k": 1,
          "workgroup_size": (0, 0, 0), "kernarg_size": 0, "kernarg_align": 0,
          "lds_bytes": 0, "scratch_bytes": 0, "workspace_bytes_per_block": 0,
@@ -379,7 +383,7 @@ def read_checked_kernel(r, o, path, chip, metadata, code_object_file):
 
 def check_overlaps(r, kernels_path, kernels):
     """Two entries of one description and projection that a lookup could
-    both pick for some M. (Entries of two projections of the same shape
+    both pick for some launch rows B * M. (Entries of two projections of the same shape
     compute the same thing, so either may serve a lookup.) Reports the
     first entry that overlaps an earlier one of another symbol, and the
     first such earlier one, as the C++ loader does, without comparing every
@@ -389,20 +393,20 @@ def check_overlaps(r, kernels_path, kernels):
     for i, a in enumerate(kernels):
         key = tuple(a[f] for f in DESCRIPTION_FIELDS) + (a["projection"],)
         symbols, starts, ends = groups.setdefault(key, ({}, [], []))
-        low, high = a["min_m"], a["max_m"] or _abi.MAX_MANIFEST_M
+        low, high = a["min_rows"], a["max_rows"] or _abi.MAX_MANIFEST_ROWS
         known = symbols.get((low, high))
         if known == a["symbol"]:
             continue
         at = bisect.bisect_right(starts, high) - 1
         if known is not None or (at >= 0 and ends[at] >= low):
-            # max_m 0 and 2^31 - 1 name one range by two symbols.
+            # max_rows 0 and 2^31 - 1 name one range by two symbols.
             j = next(j for j, b in enumerate(kernels[:i])
                      if all(b[f] == a[f] for f in DESCRIPTION_FIELDS) and
                      b["projection"] == a["projection"] and
-                     b["symbol"] != a["symbol"] and b["min_m"] <= high and
-                     low <= (b["max_m"] or _abi.MAX_MANIFEST_M))
-            r.fail(f"{kernels_path}[{i}].min_m",
-                   f"its M range overlaps that of kernels[{j}] "
+                     b["symbol"] != a["symbol"] and b["min_rows"] <= high and
+                     low <= (b["max_rows"] or _abi.MAX_MANIFEST_ROWS))
+            r.fail(f"{kernels_path}[{i}].min_rows",
+                   f"its range of rows overlaps that of kernels[{j}] "
                    f"('{kernels[j]['symbol']}')")
             return
         symbols[(low, high)] = a["symbol"]

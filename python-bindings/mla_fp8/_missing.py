@@ -178,7 +178,7 @@ def _load_if_complete(directory, miss):
         bundle = Bundle(directory)
     except BundleError:
         return None
-    if bundle.find_kernel(miss.chip, miss.n, miss.k, 0,
+    if bundle.find_kernel(miss.chip, miss.n, miss.k, 0, 0,
                           out_type=miss.out_type, w_scale=miss.w_scale,
                           group_size=miss.group_size, in_type=miss.in_type,
                           has_bias=miss.has_bias) is None:
@@ -331,7 +331,9 @@ def _compile_locked(miss, max_m, argument, directory):
         # nothing else, and refuses any other directory (nothing of the
         # user's is replaced).
         aot.generate_bundle(
-            directory, heads=1, kv_lora_rank=miss.n,
+            # 128 heads: the ranges of rows are planned for max_m tokens of
+            # the most heads a served model has, as a bundle's are.
+            directory, heads=128, kv_lora_rank=miss.n,
             qk_nope_head_dim=miss.k, v_head_dim=miss.k, tp=[1],
             chips=[miss.chip], max_m=max_m, weight_scale=miss.w_scale,
             out_type=miss.out_type, group_size=miss.group_size,
@@ -350,14 +352,15 @@ def _compile_locked(miss, max_m, argument, directory):
     return bundle
 
 
-def find_compiled(miss, m, max_m, argument):
-    """The kernel for `miss` and `m` from the cache, compiling it once;
+def find_compiled(miss, m, batch, max_m, argument):
+    """The kernel for `miss`, `m` and `batch` from the cache, compiling it
+    once;
     argument() names the argument at fault should that fail."""
     with _lock:
         bundle = _compiled.get(miss)
         if bundle is None:
             bundle = _compiled[miss] = _compile(miss, max_m, argument)
-    return bundle.find_kernel(miss.chip, miss.n, miss.k, m,
+    return bundle.find_kernel(miss.chip, miss.n, miss.k, m, batch,
                               out_type=miss.out_type, w_scale=miss.w_scale,
                               group_size=miss.group_size,
                               in_type=miss.in_type, has_bias=miss.has_bias)

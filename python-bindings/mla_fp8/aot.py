@@ -112,7 +112,9 @@ def compile_spec(n, k, chip, *, projection="custom", batches=(),
                  group_size=128, in_type="bf16", out_type="bf16",
                  weight_scale="per_tensor", bias=False, max_m=1024,
                  with_isa=True, code_object_version=5):
-    """Compiles the kernels of one (n, k) shape on `chip`, one per M range;
+    """Compiles the kernels of one (n, k) shape on `chip`, one per range of
+    launch rows (B * M, planned up to max_m times the largest of `batches`,
+    or 128 without them);
     `in_type` is the activation type, `bias` makes them add a (B, N) bias,
     and `code_object_version` is 5 (ROCm 6.0+) or 6 (ROCm 6.3+).
 
@@ -121,7 +123,7 @@ def compile_spec(n, k, chip, *, projection="custom", batches=(),
       target_id (e.g. "amdgcn-amd-amdhsa--gfx942"), code_object_version,
       kernels (list of dicts: the kernel description under its manifest
       keys: chip, n, k, group_size, in_type, fp8_type, out_type, w_scale,
-      has_bias; symbol and the tile: min_m, max_m, block_m,
+      has_bias; symbol and the tile: min_rows, max_rows, block_m,
       block_n, waves, mfma, split_k, stages, occupancy; and metadata: the
       code object's kernarg_size, lds_bytes, scratch_bytes, vgprs, agprs,
       sgprs, vgpr_spills, sgpr_spills, wavefront_size,

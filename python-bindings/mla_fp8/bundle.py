@@ -20,6 +20,16 @@ from ._native import native_module
 
 __all__ = ["Bundle", "BundleError", "Kernel", "load_bundle"]
 
+
+def _serves(min_rows, max_rows, m, b):
+    """Whether min_rows <= b * m <= max_rows (max_rows 0: unbounded) for a
+    launch of b >= 1 batches of m >= 1 tokens, as KernelEntry::serves."""
+    if m < 1 or b < 1:
+        return False
+    rows = m * b
+    return rows >= min_rows and (max_rows == 0 or rows <= max_rows)
+
+
 # What find_kernel matches (the description but the fp8 type, which the
 # chip decides).
 _SHAPE_FIELDS = ("chip", "n", "k", "group_size", "in_type", "out_type",
@@ -31,7 +41,9 @@ class Kernel:
 
     Attributes:
       chip, symbol, projection, fp8_type, in_type, out_type, w_scale (str)
-      n, k, group_size, min_m, max_m (0: unbounded), block_m (int)
+      n, k, group_size, block_m (int)
+      min_rows, max_rows (0: unbounded): the kernel serves the launches of
+        min_rows <= B * M <= max_rows rows (int)
       workgroup_size: (x, y, z)
       kernarg_size, kernarg_align, lds_bytes, scratch_bytes (int)
       args: list of dicts (name, offset, size, kind, meaning, hidden); an
@@ -74,9 +86,10 @@ class Kernel:
                              f"{m}, B = {b} does not fit in 64 bits")
         return bytes_
 
-    def serves(self, m):
-        """Whether this kernel's M range holds `m`."""
-        return m >= self.min_m and (self.max_m == 0 or m <= self.max_m)
+    def serves(self, m, b):
+        """Whether this kernel's range of rows holds a launch of `b`
+        batches of `m` tokens (B * M rows)."""
+        return _serves(self.min_rows, self.max_rows, m, b)
 
     def grid(self, m, b):
         """Workgroups (x, y, z) for `m` tokens and `b` batches; y is 0 when
@@ -100,9 +113,9 @@ class Kernel:
         return grid
 
     def __repr__(self):
-        upper = "inf" if self.max_m == 0 else self.max_m
+        upper = "inf" if self.max_rows == 0 else self.max_rows
         return (f"Kernel({self.symbol!r}, chip={self.chip!r}, n={self.n}, "
-                f"k={self.k}, m={self.min_m}..{upper})")
+                f"k={self.k}, rows={self.min_rows}..{upper})")
 
 
 def _path_bytes(path, what):
@@ -163,13 +176,15 @@ class Bundle:
         return [self._wrap(info) for chip in self._loaded.chips
                 for info in chip.kernels]
 
-    def find_kernel(self, chip, n, k, m, *, out_type="bf16",
+    def find_kernel(self, chip, n, k, m, b, *, out_type="bf16",
                     w_scale="per_tensor", group_size=128, in_type="bf16",
                     has_bias=False):
-        """The kernel of `chip` for the (n, k) shape whose M range holds m.
+        """The kernel of `chip` for the (n, k) shape whose range of rows
+        holds a launch of `b` batches of `m` tokens (B * M rows).
 
-        M = 0 (nothing to compute) gets the lowest range's kernel, whose grid
-        is empty. Returns None when the bundle has no such kernel.
+        M = 0 or B = 0 (nothing to compute) gets the lowest range's kernel,
+        whose grid is empty. Returns None when the bundle has no such
+        kernel.
         """
         if not isinstance(chip, str):
             raise TypeError(f"chip: expected a string, got "
@@ -177,22 +192,28 @@ class Bundle:
         n = check_int(n, "n", minimum=1)
         k = check_int(k, "k", minimum=1)
         m = check_int(m, "m", minimum=0)
+        b = check_int(b, "b", minimum=0)
         out_type = check_choice(out_type, HALF_TYPES, "out_type")
         in_type = check_choice(in_type, HALF_TYPES, "in_type")
         w_scale = check_choice(w_scale, W_SCALE_MODES, "w_scale")
         group_size = check_group_size(group_size)
+        # Past the M and B a kernel indexes no kernel serves the launch, as
+        # in the native lookup (LoadedBundle::findKernel), which bounds both
+        # so that B * M fits in 64 bits.
+        if m > _abi.MAX_MANIFEST_M or b > _abi.MAX_MANIFEST_M:
+            return None
         lowest = None
         for info in self._by_shape.get((chip, n, k, group_size, in_type,
                                         out_type, w_scale, bool(has_bias)),
                                        ()):
-            if m > 0 and m >= info["min_m"] and (
-                    info["max_m"] == 0 or m <= info["max_m"]):
+            if _serves(info["min_rows"], info["max_rows"], m, b):
                 return self._wrap(info)
-            if lowest is None or info["min_m"] < lowest["min_m"]:
+            if lowest is None or info["min_rows"] < lowest["min_rows"]:
                 lowest = info
-        # M = 0 launches nothing; any kernel of the shape describes that
-        # (empty) launch, not to be mistaken for an unsupported shape.
-        return self._wrap(lowest) if m == 0 and lowest is not None else None
+        # M = 0 or B = 0 launches nothing; any kernel of the shape describes
+        # that (empty) launch, not to be mistaken for an unsupported shape.
+        return (self._wrap(lowest) if (m == 0 or b == 0) and lowest is not
+                None else None)
 
     def _wrap(self, info):
         key = info["key"]

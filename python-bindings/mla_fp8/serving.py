@@ -152,12 +152,12 @@ def _out_type(dtype):
     return names[name]
 
 
-def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
-                 in_type, chip_source, has_bias):
+def _find_kernel(bundle, chip, n, k, m, batch, out_type, w_scale,
+                 group_size, in_type, chip_source, has_bias):
     """The bundle's kernel; on a miss, the one compiled into the cache when
     that is enabled (mla_fp8._missing), else a ValueError naming the
     argument at fault and the way forward."""
-    kernel = bundle.find_kernel(chip, n, k, m, out_type=out_type,
+    kernel = bundle.find_kernel(chip, n, k, m, batch, out_type=out_type,
                                 w_scale=w_scale, group_size=group_size,
                                 in_type=in_type, has_bias=has_bias)
     if kernel is not None:
@@ -174,7 +174,7 @@ def _find_kernel(bundle, chip, n, k, m, out_type, w_scale, group_size,
     if _missing.compile_missing_enabled():
         # Every call for a compiled miss comes here: the reason is only
         # worked out if compiling fails.
-        return _missing.find_compiled(miss, m, bundle.max_m,
+        return _missing.find_compiled(miss, m, batch, bundle.max_m,
                                       lambda: reason()[0])
     raise ValueError(reason()[1] + _missing.hint(bundle, miss))
 
@@ -448,8 +448,8 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                                _limits.view_end(X.shape, x_strides), y_end,
                                "X" if YQ is None else "YQ", bias is not None)
     bundle = get_bundle()
-    kernel = _find_kernel(bundle, chip, n, k, m, out_type, mode, group_size,
-                          in_type, chip_source, bias is not None)
+    kernel = _find_kernel(bundle, chip, n, k, m, batch, out_type, mode,
+                          group_size, in_type, chip_source, bias is not None)
     _limits.check_launch(kernel, m, batch)
     _limits.check_emulator_sizes(batch, m, n, k,
                                  workspace=kernel.workspace_bytes(m, batch))

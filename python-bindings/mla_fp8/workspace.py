@@ -329,7 +329,7 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
 
     Returns:
       the bytes of each workspace reserved: the most any split-K kernel of
-      the bundle needs for M <= max_m and that B; 0 when the bundle has no
+      the bundle needs for M <= max_m and B <= batch; 0 when the bundle has no
       split-K kernel (nothing is reserved then).
 
     Raises:
@@ -366,15 +366,20 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
                 f"stream {handle:#x} on device {index} is capturing a "
                 f"graph: call mla_fp8.prepare(...) before the capture "
                 f"begins")
-    kernels = [k for k in bundle.kernels()
-               if k.workspace_bytes_per_block and k.min_m <= max_m]
-    if not kernels:
-        return 0
-    if batch is None:
+    split_k = [k for k in bundle.kernels() if k.workspace_bytes_per_block]
+    if batch is None and split_k:
         batch = check_int(_largest_batch(bundle), "batch", minimum=1)
-    nbytes = max(k.workspace_bytes(max_m if k.max_m == 0 else
-                                   min(max_m, k.max_m), batch)
-                 for k in kernels)
+    # Every launch of at most `batch` batches and max_m tokens: for each
+    # split-K kernel and B, the most tokens its range of rows serves at that
+    # B (M is rounded up to whole blocks, so a smaller B can need more).
+    needs = [k.workspace_bytes(top, b) for k in split_k
+             for b in range(1, batch + 1)
+             for top in (max_m if k.max_rows == 0 else
+                         min(max_m, k.max_rows // b),)
+             if top >= 1 and b * top >= k.min_rows]
+    if not needs:
+        return 0
+    nbytes = max(needs)
     cache = _cache_of(runtime)
     # The capture workspaces are allocated and zeroed on the first stream.
     for number, (handle, stream) in enumerate(streams):

@@ -137,8 +137,8 @@ PYBIND11_MODULE(_mla_fp8_compiler, m) {
       py::dict d;
       addDescription(d, r.kernel);
       d["symbol"] = k.symbol;
-      d["min_m"] = k.minM;
-      d["max_m"] = k.maxM;
+      d["min_rows"] = k.minRows;
+      d["max_rows"] = k.maxRows;
       d["block_m"] = k.blockM;
       d["block_n"] = k.blockN;
       d["waves"] = k.waves;

@@ -90,8 +90,8 @@ py::dict kernelToDict(const runtime::KernelEntry &e, size_t chipIndex,
   addDescription(d, e);
   d["symbol"] = e.symbol;
   d["projection"] = e.projection;
-  d["min_m"] = e.minM;
-  d["max_m"] = e.maxM;
+  d["min_rows"] = e.minRows;
+  d["max_rows"] = e.maxRows;
   d["block_m"] = e.blockM;
   d["workgroup_size"] = py::make_tuple(e.workgroupSize[0], e.workgroupSize[1],
                                        e.workgroupSize[2]);
@@ -128,13 +128,14 @@ public:
 
   std::optional<py::dict>
   findKernel(const std::string &chip, int64_t n, int64_t k, int64_t m,
-             const std::string &outType, const std::string &wScale,
+             int64_t batch, const std::string &outType, const std::string &wScale,
              int64_t groupSize, const std::string &inType, bool hasBias) const {
     runtime::KernelQuery q;
     q.chip = chip;
     q.n = n;
     q.k = k;
     q.m = m;
+    q.batch = batch;
     q.outType = outType;
     std::optional<kernel_abi::WeightScaleMode> mode =
         kernel_abi::parseWeightScaleMode(wScale);

@@ -15,8 +15,11 @@ def rng():
 
 @pytest.fixture(scope="session")
 def session_bundle(tmp_path_factory):
-    """One small DeepSeek-R1 TP8 bundle (both chips, M ranges up to 64) per
-    test session; generation takes about a second."""
+    """One small DeepSeek-R1 TP8 bundle (both chips, ranges of rows planned
+    up to M = 64 at B = 16: 1024 rows, so K-up has two kernels per chip,
+    1-64 and 65 up on gfx942, 1-512 and 513 up on gfx950, and V-up two,
+    1-256 and 257 up) per test session; generation takes about a
+    second."""
     import mla_fp8  # pylint: disable=import-outside-toplevel
     directory = tmp_path_factory.mktemp("bundle") / "deepseek-r1-tp8"
     mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],
@@ -27,8 +30,8 @@ def session_bundle(tmp_path_factory):
 @pytest.fixture(scope="session")
 def split_k_bundle(tmp_path_factory):
     """A DeepSeek-R1 TP8 bundle for gfx942 whose V-up kernel splits K two
-    ways at every M (an explicit tile: the tile table no longer splits), for
-    the split-K workspace paths."""
+    ways at every launch (an explicit tile, serving every B * M: the tile
+    table no longer splits), for the split-K workspace paths."""
     import mla_fp8  # pylint: disable=import-outside-toplevel
     directory = tmp_path_factory.mktemp("bundle") / "split-k"
     mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],

@@ -110,7 +110,7 @@ def test_the_link_needs_no_temporary_directory(full_tmpfs, tmpfs,
         monkeypatch.setenv("TMPDIR", str(where))
         out = tmp_path / f"bundle-{where.name}"
         mla_fp8.generate_bundle(out, **SMALL)
-        assert mla_fp8.load_bundle(out).find_kernel("gfx942", 512, 128, 1)
+        assert mla_fp8.load_bundle(out).find_kernel("gfx942", 512, 128, 1, 16)
         assert sorted(os.listdir(where)) == before
 
 

@@ -70,8 +70,8 @@ def test_bf16_and_f16_kernels_differ(session_bundle, rng):
     each matching its own reference."""
     mla_fp8.set_bundle(session_bundle)
     bundle = mla_fp8.load_bundle(session_bundle)
-    bf16 = bundle.find_kernel("gfx942", 512, 128, 5, in_type="bf16")
-    f16 = bundle.find_kernel("gfx942", 512, 128, 5, in_type="f16")
+    bf16 = bundle.find_kernel("gfx942", 512, 128, 5, 16, in_type="bf16")
+    f16 = bundle.find_kernel("gfx942", 512, 128, 5, 16, in_type="f16")
     assert bf16.symbol != f16.symbol and "_xf16_" in f16.symbol
     values = rng.standard_normal((16, 5, 128))
     wq, w_scale = mla_fp8.quantize_weights_for_chip(

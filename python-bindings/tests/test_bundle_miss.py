@@ -22,7 +22,8 @@ FNUZ = "f8E4M3FNUZ"
 
 @pytest.fixture(scope="module")
 def small_bundle(tmp_path_factory):
-    """DeepSeek-R1 TP8 on gfx942, M ranges up to 16."""
+    """DeepSeek-R1 TP8 on gfx942, ranges of rows planned up to M = 16 (at
+    B = 16: 256 rows)."""
     directory = tmp_path_factory.mktemp("small") / "r1"
     mla_fp8.generate_bundle(directory, tp=[8], chips=["gfx942"], max_m=16)
     return directory
@@ -90,7 +91,7 @@ def test_miss_names_a_command_that_generates_it(
     argv = the_command(raised.value)
     assert argv[argv.index("-o") + 1].startswith(str(small_bundle) + "-")
     generated = run_tool(argv, tmp_path)
-    kernel = generated.find_kernel("gfx942", n, k, m, out_type=out_type,
+    kernel = generated.find_kernel("gfx942", n, k, m, B, out_type=out_type,
                                    group_size=group_size, has_bias=bias)
     assert kernel is not None
     if (n, k) != (256, 128):
@@ -172,7 +173,7 @@ def test_a_damaged_cache_entry_is_compiled_again(rng, tmp_path):
     with pytest.warns(RuntimeWarning, match="compiling the missing kernel"):
         call(x, w, ws, group_size=64)
     assert mla_fp8.load_bundle(directory).find_kernel(
-        "gfx942", 512, 128, 2, group_size=64) is not None
+        "gfx942", 512, 128, 2, B, group_size=64) is not None
 
 
 def test_compile_missing_without_the_compiler(rng, monkeypatch):

@@ -188,13 +188,14 @@ def test_sglang_decode_step_emulated(cpu_torch, rng, chip):
 
 
 def test_vllm_warm_up_emulated(cpu_torch, rng, tp8_bundle):
-    """The warm-up's calls at the smallest M of each kernel M range up to
-    256, K-up's and V-up's (on the emulator one call costs about 0.3 s at
-    M = 1 and grows with M to about 18 s at M = 1024, so the whole loop is
-    left to the mocked runtime below). Each M picks another kernel of one
-    projection or both; within a range only the grid and the row guard
-    change with M. torch.empty's contents are whatever memory held: here
-    they are random, to check the results."""
+    """The warm-up's calls at the smallest M whose rows (B * M, B = 16)
+    reach each kernel's range, up to M = 256, K-up's and V-up's (on the
+    emulator one call costs about 0.3 s at M = 1 and grows with M to about
+    18 s at M = 1024, so the whole loop is left to the mocked runtime
+    below). Each M picks another kernel of one projection or both; within a
+    range only the grid and the row guard change with M. torch.empty's
+    contents are whatever memory held: here they are random, to check the
+    results."""
     torch = cpu_torch
     chip = "gfx942"
     w_k, w_k_scale, w_v, w_v_scale = weights = up.vllm_weights(
@@ -203,9 +204,21 @@ def test_vllm_warm_up_emulated(cpu_torch, rng, tp8_bundle):
     kernels = [k for k in mla_fp8.load_bundle(tp8_bundle).kernels()
                if k.chip == chip and (k.n, k.k) in (K_UP, V_UP) and
                k.in_type == "bf16"]
-    ms = sorted({k.min_m for k in kernels if k.min_m <= 256})
-    # K-up's ranges start at 1, 17, 65; V-up's at 1, 33.
-    assert ms == [1, 17, 33, 65], ms
+    # The smallest M at B = 16 whose rows reach the kernel's range.
+    ms = sorted({-(-k.min_rows // B) for k in kernels
+                 if k.min_rows <= 256 * B})
+    # K-up's ranges start at rows 1, 65, 2049, 8193 (M 1, 5, 129, 513);
+    # V-up's at 1, 257, 4097 (M 1, 17, 257).
+    assert sorted({(k.n, k.min_rows) for k in kernels}) == [
+        (128, 1), (128, 257), (128, 4097), (512, 1), (512, 65), (512, 2049),
+        (512, 8193)]
+    assert ms == [1, 5, 17, 129], ms
+    bundle = mla_fp8.load_bundle(tp8_bundle)
+    # Each M but the first begins a range of one projection.
+    for m in ms[1:]:
+        assert any(bundle.find_kernel(chip, n, k, m, B) is not
+                   bundle.find_kernel(chip, n, k, m - 1, B)
+                   for n, k in (K_UP, V_UP)), m
 
     def fill(x):
         x.array[...] = mla_fp8.to_bf16_bits(
@@ -234,7 +247,8 @@ def test_vllm_warm_up_mocked_hip(hip_torch, tp8_bundle):
     for (x, y), launch, (n, k) in zip(calls, lib.launches,
                                       [K_UP, V_UP] * len(up.WARMUP_M)):
         m = x.shape[1]
-        kernel = bundle.find_kernel(chip, n, k, m)
+        kernel = bundle.find_kernel(chip, n, k, m, B)
+        assert kernel.serves(m, B)
         used.add(kernel.symbol)
         # hip_mock's handle: the module's, then the symbol's length.
         assert launch["function"] & 0xff == len(kernel.symbol) & 0xff
@@ -266,12 +280,14 @@ def test_vllm_decode_step_mocked_hip(hip_torch, tp8_bundle):
     assert result is out and ql_nope.shape == (TOKENS, B, 512)
     bundle = mla_fp8.load_bundle(tp8_bundle)
     k_up, v_up = lib.launches
-    values = unpack(bundle.find_kernel(chip, *K_UP, TOKENS), k_up["kernargs"])
+    values = unpack(bundle.find_kernel(chip, *K_UP, TOKENS, B),
+                    k_up["kernargs"])
     assert values["x"] == q.data_ptr() and values["m"] == TOKENS
     assert (values["x_stride_b"], values["x_stride_m"]) == (
         up.QK_HEAD, B * up.QK_HEAD)
     assert values["y"] == ql_nope.data_ptr()
-    values = unpack(bundle.find_kernel(chip, *V_UP, TOKENS), v_up["kernargs"])
+    values = unpack(bundle.find_kernel(chip, *V_UP, TOKENS, B),
+                    v_up["kernargs"])
     assert values["x"] == attn_out.data_ptr()
     assert (values["x_stride_b"], values["x_stride_m"]) == (512, B * 512)
     assert values["y"] == output.data_ptr()
@@ -300,7 +316,7 @@ def test_sglang_decode_step_mocked_hip(hip_torch, tp8_bundle):
     q = torch.Tensor((TOKENS, B * up.QK_HEAD), torch.bfloat16, dev)
     q_nope, out, _ = layer.k_up(q)
     bundle = mla_fp8.load_bundle(tp8_bundle)
-    values = unpack(bundle.find_kernel(chip, *K_UP, TOKENS),
+    values = unpack(bundle.find_kernel(chip, *K_UP, TOKENS, B),
                     lib.launches[0]["kernargs"])
     assert values["x"] == q.data_ptr() and q_nope.shape == (TOKENS, B, 128)
     assert (values["x_stride_b"], values["x_stride_m"]) == (
@@ -317,7 +333,7 @@ def test_sglang_decode_step_mocked_hip(hip_torch, tp8_bundle):
         return
     attn_output = torch.Tensor((TOKENS, B * 512), torch.bfloat16, dev)
     x, y = layer.v_up(attn_output)
-    values = unpack(bundle.find_kernel(chip, *V_UP, TOKENS),
+    values = unpack(bundle.find_kernel(chip, *V_UP, TOKENS, B),
                     lib.launches[1]["kernargs"])
     assert values["x"] == attn_output.data_ptr() and x.shape == (TOKENS, B,
                                                                   512)

@@ -44,7 +44,8 @@ def spaces(torch):
 
 
 def split_k_bytes(bundle, m=16, batch=16):
-    kernel = mla_fp8.load_bundle(bundle).find_kernel("gfx942", 128, 512, m)
+    kernel = mla_fp8.load_bundle(bundle).find_kernel("gfx942", 128, 512, m,
+                                                     batch)
     assert kernel.workspace_bytes_per_block, "V-up is split-K in this bundle"
     return kernel.workspace_bytes(m, batch)
 
@@ -52,8 +53,8 @@ def split_k_bytes(bundle, m=16, batch=16):
 def test_prepare_reserves_up_front(fake, split_k_bundle):
     torch, lib = fake
     nbytes = mla_fp8.prepare(captures=2)
-    # TP8 has B = 16; the split-K kernel serves every M up to the bundle's
-    # max_m, 64.
+    # TP8 has B = 16; the split-K kernel (an explicit tile) serves every
+    # launch, 1 row up: sized at the bundle's max_m, 64, and B = 16.
     assert nbytes == split_k_bytes(split_k_bundle, 64)
     reserved = spaces(torch)
     assert [(size, stream) for _, size, stream in reserved] == \

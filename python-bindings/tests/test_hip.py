@@ -41,8 +41,8 @@ def unpack(kernel, kernargs):
     return out
 
 
-@pytest.mark.parametrize("n,k,m", [(512, 128, 7), (128, 512, 17),
-                                   (128, 512, 64)])
+@pytest.mark.parametrize("n,k,m", [(512, 128, 7), (128, 512, 16),
+                                   (128, 512, 17), (128, 512, 64)])
 def test_launch(fake, session_bundle, n, k, m):
     torch, lib = fake
     batch, dev = 16, FakeDevice("cuda", 1)
@@ -55,7 +55,8 @@ def test_launch(fake, session_bundle, n, k, m):
     y = call(x, w, ws, transpose_bm_in=True, transpose_bm=True)
     assert y.shape == (m, batch, n) and y.dtype is torch.bfloat16
     kernel = mla_fp8.load_bundle(session_bundle).find_kernel("gfx942", n, k,
-                                                             m)
+                                                             m, batch)
+    assert kernel.serves(m, batch)
     (launch,) = lib.launches
     assert launch["grid"] == kernel.grid(m, batch)
     assert launch["block"] == kernel.workgroup_size

@@ -12,7 +12,7 @@ import pytest
 import mla_fp8
 from mla_fp8 import _log, hip, serving
 from hip_mock import FakeDevice, FakeHip, make_torch
-from test_launch_cache import k_up
+from test_launch_cache import k_up, v_up
 
 call = mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant  # noqa: E501
 
@@ -53,39 +53,58 @@ def test_once_per_kernel_and_device(monkeypatch, session_bundle, caplog,
 
         monkeypatch.setenv("MLA_FP8_LOG", "1")
         hip.reset_runtime(hip.HipRuntime(lib, "fake"))  # shapes unseen
-        kernel = mla_fp8.load_bundle(session_bundle).find_kernel(
-            "gfx942", 512, 128, 8)
+        bundle = mla_fp8.load_bundle(session_bundle)
+        kernel = bundle.find_kernel("gfx942", 512, 128, 8, 16)
         call(*k_up(torch, m=8), transpose_bm_in=True, transpose_bm=True)
         (line,) = lines(caplog)
-        assert line.startswith(f"cuda:0 runs {kernel.symbol} (gfx942, M "
-                               f"{kernel.min_m}..{kernel.max_m}, from ")
+        # K-up at 128 rows: the table's second range (65-2048), the last
+        # one planned for 64 * 16 rows, made unbounded.
+        assert (kernel.min_rows, kernel.max_rows) == (65, 0)
+        assert line.startswith(f"cuda:0 runs {kernel.symbol} (gfx942, B*M "
+                               f"65..inf, from ")
         assert line.endswith("for B=16 M=8 N=512 K=128 (transpose_bm_in, "
                              "transpose_bm)")
-        # The same kernel for another M, the same call again: nothing new.
-        assert kernel.serves(3)
+        # The same kernel for another M or B, the same call again: nothing
+        # new.
+        assert kernel.serves(5, 16) and kernel.serves(64, 2)
+        assert not kernel.serves(3, 16)
         call(*k_up(torch, m=8), transpose_bm_in=True, transpose_bm=True)
-        call(*k_up(torch, m=3), transpose_bm_in=True, transpose_bm=True)
+        call(*k_up(torch, m=5), transpose_bm_in=True, transpose_bm=True)
+        call(*k_up(torch, m=64, batch=2), transpose_bm_in=True,
+             transpose_bm=True)
         assert len(lines(caplog)) == 1
-        # Another kernel; the first one on another device.
-        call(*k_up(torch, m=64), transpose_bm_in=True, transpose_bm=True)
+        # Other kernels: V-up's at B * M = 128 and, one range up, 272 rows;
+        # then the first one on another device.
+        low = bundle.find_kernel("gfx942", 128, 512, 8, 16)
+        high = bundle.find_kernel("gfx942", 128, 512, 17, 16)
+        assert (low.min_rows, low.max_rows, high.min_rows, high.max_rows) \
+            == (1, 256, 257, 0)
+        for m in (8, 16, 17):
+            x, w, s, out = v_up(torch, m=m)
+            call(x, w, s, YQ=out, transpose_bm=True)
         call(*k_up(torch, m=8, dev=FakeDevice("cuda", 1)),
              transpose_bm_in=True, transpose_bm=True)
         new = lines(caplog)[1:]
-        assert len(new) == 2 and "for B=16 M=64 N=512" in new[0]
-        assert new[0].split()[2] != kernel.symbol
-        assert new[1].startswith(f"cuda:1 runs {kernel.symbol} ")
+        assert len(new) == 3
+        assert new[0].startswith(f"cuda:0 runs {low.symbol} (gfx942, B*M "
+                                 f"1..256, from ")
+        assert "for B=16 M=8 N=128 K=512" in new[0]
+        assert new[1].startswith(f"cuda:0 runs {high.symbol} (gfx942, B*M "
+                                 f"257..inf, from ")
+        assert "for B=16 M=17 N=128 K=512" in new[1]
+        assert new[2].startswith(f"cuda:1 runs {kernel.symbol} ")
 
         # numpy: the emulator is a device of its own.
         call(*numpy_k_up())
         call(*numpy_k_up())
-        emulated = lines(caplog)[3:]
+        emulated = lines(caplog)[4:]
         assert len(emulated) == 1
         assert emulated[0].startswith("emulator runs mla_fp8_n512_k128")
         assert emulated[0].endswith("for B=1 M=1 N=512 K=128")
 
         monkeypatch.setenv("MLA_FP8_LOG", "0")
         call(*numpy_k_up(m=64))
-        assert len(lines(caplog)) == 4
+        assert len(lines(caplog)) == 5
     finally:
         hip.reset_runtime()
         serving.set_bundle(None)

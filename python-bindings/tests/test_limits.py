@@ -72,7 +72,7 @@ def test_w_scale_none_refused(rng):
     with pytest.raises(TypeError, match="^w_scale: required"):
         call(x, w, None)
     bundle = mla_fp8.load_bundle(serving.get_bundle().directory)
-    kernel = bundle.find_kernel("gfx942", N, K, 2)
+    kernel = bundle.find_kernel("gfx942", N, K, 2, B)
     with pytest.raises(TypeError, match="^w_scale: required"):
         mla_fp8.run_kernel_emulated(bundle, kernel, x, w, None,
                                     np.zeros((B, 2, N), np.uint16))
@@ -106,7 +106,7 @@ def test_overlapping_yq_refused(rng):
         wq = wbuf.reshape(B, N, K)
         call(x, wq, ws, YQ=wbuf.view(np.uint16)[:B * m * N].reshape(B, m, N))
     bundle = mla_fp8.load_bundle(serving.get_bundle().directory)
-    kernel = bundle.find_kernel("gfx942", N, K, m)
+    kernel = bundle.find_kernel("gfx942", N, K, m, B)
     with pytest.raises(ValueError, match="^y: its strides .* overlap"):
         mla_fp8.run_kernel_emulated(bundle, kernel, x, w, ws, same_row)
 
@@ -133,10 +133,11 @@ def test_out_of_range_ints_name_the_argument(rng, session_bundle):
     with pytest.raises(ValueError, match="^group_size: expected at most"):
         call(x, w, ws, group_size=2**70)
     bundle = mla_fp8.load_bundle(session_bundle)
-    kernel = bundle.find_kernel("gfx942", N, K, 2)
+    kernel = bundle.find_kernel("gfx942", N, K, 2, B)
     for fn, pattern in (
-            (lambda: bundle.find_kernel("gfx942", N, K, 2**70), "^m: "),
-            (lambda: bundle.find_kernel("gfx942", 2**64, K, 2), "^n: "),
+            (lambda: bundle.find_kernel("gfx942", N, K, 2**70, B), "^m: "),
+            (lambda: bundle.find_kernel("gfx942", N, K, 2, 2**70), "^b: "),
+            (lambda: bundle.find_kernel("gfx942", 2**64, K, 2, B), "^n: "),
             (lambda: kernel.grid(2**63, 1), "^m: "),
             (lambda: kernel.grid(1, 2**70), "^b: "),
             (lambda: mla_fp8.run_kernel_emulated(
@@ -179,7 +180,7 @@ def test_big_endian_bits_refused(rng, name):
 def test_big_endian_bits_refused_by_the_other_entry_points(rng):
     x, w, ws = operands(rng)
     bundle = mla_fp8.load_bundle(serving.get_bundle().directory)
-    kernel = bundle.find_kernel("gfx942", N, K, 2)
+    kernel = bundle.find_kernel("gfx942", N, K, 2, B)
     with pytest.raises(TypeError, match="^x: dtype >u2 is big-endian"):
         mla_fp8.run_kernel_emulated(bundle, kernel, big_endian(x), w, ws,
                                     np.zeros((B, 2, N), np.uint16))

@@ -43,7 +43,8 @@ _CHILD = textwrap.dedent("""
     print("close:", bool(np.allclose(mla_fp8.from_bf16_bits(y),
                                      mla_fp8.from_bf16_bits(ref),
                                      rtol=1e-2, atol=1e-2)))
-    kernel = mla_fp8.load_bundle(sys.argv[1]).find_kernel("gfx942", n, k, m)
+    kernel = mla_fp8.load_bundle(sys.argv[1]).find_kernel("gfx942", n, k, m,
+                                                          b)
     print("looked up:", kernel is not None, mlir_mapped())
     COMPILER_STEP
     print("compiler:", mlir_mapped())
@@ -141,7 +142,8 @@ _HIP_CHILD = textwrap.dedent("""
     sglang.k_up(q[:5])
     bundle = mla_fp8.load_bundle(sys.argv[1])
     print("launches:", [
-        unpack(bundle.find_kernel("gfx942", n, k, 5), launch["kernargs"])["m"]
+        unpack(bundle.find_kernel("gfx942", n, k, 5, 16),
+               launch["kernargs"])["m"]
         for (n, k), launch in zip([(512, 128), (128, 512), (512, 128)],
                                   lib.launches)])
     with open("/proc/self/maps", encoding="utf-8") as maps:

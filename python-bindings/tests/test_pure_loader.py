@@ -21,10 +21,12 @@ from mla_fp8 import _mla_fp8 as native
 
 @pytest.fixture(scope="module")
 def small_bundle(tmp_path_factory):
-    """One chip, few kernels: a code object small enough to damage often."""
+    """One chip, few kernels: a code object small enough to damage often.
+    Planned up to M = 32 at B = 16 (512 rows): K-up's one range, 1 up, and
+    V-up's 1-256 (kernels[1], the one the mutations edit) and 257 up."""
     directory = tmp_path_factory.mktemp("pure") / "small"
     mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],
-                            chips=["gfx942"], max_m=16)
+                            chips=["gfx942"], max_m=32)
     return directory
 
 
@@ -70,6 +72,9 @@ def test_kernels_grids_and_workspaces_match(which, request):
         == [(c["chip"], c["sha256"]) for c in other.chips()]
     sizes = [0, 1, 5, 16, 17, 64, 1000, 65535, 2 ** 31 - 1, 2 ** 31, 2 ** 40]
     for kernel, info in zip(kernels, expected):
+        # Ranges of rows, B * M, not of M.
+        assert {"min_rows", "max_rows"} <= info.keys()
+        assert not {"min_m", "max_m"} & info.keys()
         for name, value in info.items():
             if name != "key":
                 assert getattr(kernel, name) == value, (kernel, name)
@@ -129,6 +134,17 @@ def _kernel_mutations():
     def field(name, value):
         return lambda k: k.__setitem__(name, value)
 
+    def rows(low, high, symbol):
+        """The kernel's range of rows (and its tile's), and the symbol
+        that names it when `symbol`."""
+        def edit(k):
+            k["min_rows"] = k["tile"]["min_rows"] = low
+            k["max_rows"] = k["tile"]["max_rows"] = high
+            if symbol:
+                k["symbol"] = re.sub(r"_r\d+_(\d+|inf)$",
+                                     f"_r{low}_{high or 'inf'}", k["symbol"])
+        return edit
+
     def swap_args(k):
         k["args"][6], k["args"][8] = k["args"][8], k["args"][6]
 
@@ -146,12 +162,21 @@ def _kernel_mutations():
         field("out_type", "f16"), field("in_type", "f16"),
         field("in_type", "f32"), field("in_type", "\0"),
         field("projection", "q_up"),
-        field("symbol", "mla_fp8_n32_k64_g128_bf16_gfx942_m17_32"),
+        field("symbol", "mla_fp8_n32_k64_g128_bf16_gfx942_r257_512"),
+        field("symbol", "mla_fp8_n128_k512_g128_bf16_gfx942_r257_inf"),
+        field("symbol", "mla_fp8_n128_k512_g128_bf16_gfx942_m1_256"),
         field("symbol", 7), field("n", -64), field("n", "64"),
         field("n", 1e300), field("n", 2 ** 64), field("k", 0),
         field("group_size", 96), field("group_size", 8),
-        field("fp8_type", "f8E4M3FN"), field("min_m", 0),
-        field("max_m", 1), field("kernarg_size", 2 ** 40),
+        field("fp8_type", "f8E4M3FN"), field("min_rows", 0),
+        field("min_rows", 2 ** 31), field("min_rows", "1"),
+        field("max_rows", 1), field("max_rows", -1),
+        field("max_rows", 2 ** 31),
+        field("max_rows", 0), field("min_rows", 300), rows(300, 256, True),
+        rows(1, 0, True), rows(1, 2 ** 31 - 1, True), rows(2, 256, True),
+        lambda k: k.__setitem__("min_m", k.pop("min_rows")),
+        lambda k: k.__setitem__("max_m", k.pop("max_rows")),
+        field("kernarg_size", 2 ** 40),
         field("kernarg_size", 96), field("kernarg_align", 3),
         field("kernarg_align", 16), field("lds_bytes", 0),
         field("lds_bytes", 70000), field("scratch_bytes", 16),
@@ -161,7 +186,9 @@ def _kernel_mutations():
         tile("split_k", 2), tile("waves", 0), tile("block_m", 4097),
         tile("mfma", "m16n16k128"), tile("mfma", "m8n8k8"),
         tile("mfma", "m32n32k16"), tile("stages", 5), tile("occupancy", 1),
-        tile("max_m", 0), tile("min_m", 2),
+        tile("max_rows", 0), tile("min_rows", 2), tile("max_rows", 255),
+        tile("min_rows", 0), lambda k: k["tile"].pop("max_rows"),
+        lambda k: k["tile"].__setitem__("min_m", k["tile"].pop("min_rows")),
         arg(5, "offset", 48), arg(3, "name", "scale"),
         arg(5, "name", "x_stride_b"), arg(0, "name", 0), arg(0, "meaning", 1),
         arg(0, "size", 0), arg(2, "kind", "by_value"),
@@ -194,7 +221,8 @@ def _manifest_mutations():
         kernels.append(twin)
 
     return [
-        top("schema_version", 2), top("schema_version", "3"),
+        top("schema_version", 2), top("schema_version", 3),
+        top("schema_version", 5), top("schema_version", "4"),
         top("compiler", "other"), top("compiler_version", 1),
         top("max_m", 0), top("chips", {}), top("chips", [[]]),
         top("chips", [{}] * 17), lambda m: m.pop("model"),
@@ -238,7 +266,9 @@ def test_damaged_text_gets_the_same_answer(small_bundle, tmp_path):
     cases = [text[:len(text) // 2], b"[" * 65 + b"]" * 65,
              b'{"a": "[[[[' + b"[" * 70 + b'"}', text.replace(b"3", b"NaN", 1),
              b"\xff" + text, text + b"x", b"", b"{}",
-             text.replace(b'"schema_version": 3', b'"schema_version": 3.0')]
+             text.replace(b'"schema_version": 4', b'"schema_version": 4.0'),
+             text.replace(b'"schema_version": 4', b'"schema_version": 3')]
+    assert all(case != text for case in cases[-2:])
     # Numbers JSON does not write, which LLVM's parser alone would take,
     # and integers at int64's edges.
     for number in (b"+16", b"016", b"16.", b".5", b"-", b"1e", b"-0",
@@ -313,7 +343,7 @@ def test_emulator_refuses_a_bundle_changed_since_it_was_loaded(
     are no longer those the Python loader checked, it says so."""
     directory, _ = _copy(small_bundle, tmp_path, "changing")
     bundle = mla_fp8.load_bundle(directory)
-    kernel = bundle.find_kernel("gfx942", 512, 128, 1)
+    kernel = bundle.find_kernel("gfx942", 512, 128, 1, 16)
     shutil.rmtree(directory)
     shutil.copytree(split_k_bundle, directory)
     x = mla_fp8.to_bf16_bits(np.zeros((16, 1, 128)))
@@ -325,9 +355,69 @@ def test_emulator_refuses_a_bundle_changed_since_it_was_loaded(
                                     np.ones(1, np.float32), y)
     # Loaded again, it runs.
     bundle = mla_fp8.load_bundle(directory)
-    kernel = bundle.find_kernel("gfx942", 512, 128, 1)
+    kernel = bundle.find_kernel("gfx942", 512, 128, 1, 16)
     assert mla_fp8.run_kernel_emulated(bundle, kernel, x, w,
                                        np.ones(1, np.float32), y) > 0
+
+
+V_UP_SYMBOL = "mla_fp8_n128_k512_g128_bf16_gfx942_r{}"
+
+
+@pytest.mark.parametrize("old,new,overlapped", [
+    ("257_inf", "255_inf", "1_256"), ("257_inf", "256_inf", "1_256"),
+    ("1_256", "1_257", "1_256"), ("1_256", "2_256", None),
+    ("257_inf", "258_inf", None),
+], ids=["two-rows", "one-row", "upper-edge", "from-2", "gap"])
+def test_ranges_of_rows_get_the_same_answer(small_bundle, tmp_path, old, new,
+                                            overlapped):
+    """A code object whose V-up kernel is renamed (same length, so the ELF
+    stays well formed) to another range of rows, the manifest following:
+    ranges that overlap are refused, naming the earlier kernel; a range that
+    leaves rows unserved loads, and those rows find no kernel."""
+    directory, manifest = _copy(small_bundle, tmp_path, new)
+    name = manifest["chips"][0]["code_object"]
+    data = (directory / name).read_bytes()
+    before, after = V_UP_SYMBOL.format(old), V_UP_SYMBOL.format(new)
+    assert before.encode() in data and after.encode() not in data
+    data = data.replace(before.encode(), after.encode())
+    (directory / name).write_bytes(data)
+    chip = manifest["chips"][0]
+    chip["bytes"] = len(data)
+    chip["sha256"] = hashlib.sha256(data).hexdigest()
+    symbols = [k["symbol"] for k in chip["kernels"]]
+    index = symbols.index(before)
+    kernel = chip["kernels"][index]
+    # The entry the loader names: the later of the two V-up entries is
+    # refused for overlapping the earlier one.
+    low_index = symbols.index(V_UP_SYMBOL.format("1_256"))
+    high_index = symbols.index(V_UP_SYMBOL.format("257_inf"))
+    overlaps = None if overlapped is None else low_index
+    low, high = new.split("_")
+    kernel["symbol"] = after
+    kernel["min_rows"] = kernel["tile"]["min_rows"] = int(low)
+    kernel["max_rows"] = kernel["tile"]["max_rows"] = \
+        0 if high == "inf" else int(high)
+    _write_manifest(directory, manifest)
+    native_answer, python_answer = _answers(directory)
+    assert python_answer == native_answer
+    if overlaps is not None:
+        assert native_answer.endswith(
+            f"field 'chips[0].kernels[{high_index}].min_rows': its range of "
+            f"rows "
+            f"overlaps that of kernels[{overlaps}] "
+            f"('{chip['kernels'][overlaps]['symbol']}')"), native_answer
+        return
+    assert native_answer is None
+    bundle = mla_fp8.load_bundle(directory)
+    other = native.Bundle(os.fsencode(directory))
+    for m in (1, 2, 255, 256, 257, 258, 1000):
+        for b in (1, 2, 16):
+            mine = bundle.find_kernel("gfx942", 128, 512, m, b)
+            theirs = other.find_kernel("gfx942", 128, 512, m, b, "bf16",
+                                       "per_tensor", 128, "bf16", False)
+            assert (mine and mine._key) == (theirs and theirs["key"]), (m, b)
+            unserved = m * b == (1 if new == "2_256" else 257)
+            assert (mine is None) == unserved, (m, b)
 
 
 def _section_headers(data):
@@ -384,18 +474,31 @@ def test_lookups_match_the_native_ones(session_bundle):
     shapes |= {("gfx942", 512, 256, 128, "bf16", "bf16", "per_tensor",
                 False), ("gfx90a", 512, 128, 128, "bf16", "bf16",
                          "per_tensor", False)}
-    found = 0
+    # The rows B * M at the ranges' edges (V-up's 256 | 257 on both chips),
+    # through several B; M or B 0 (the empty launch), and M, B and B * M at
+    # and past 2^31 - 1 (no kernel past it for M or B, as natively).
+    ms = (0, 1, 2, 3, 16, 17, 63, 64, 65, 128, 129, 256, 257, 512, 513, 1000,
+          1024, 1025, 2 ** 31 - 1, 2 ** 31, 2 ** 40)
+    batches = (0, 1, 2, 4, 8, 16, 17, 128, 2 ** 31 - 1, 2 ** 31)
+    found, ranges = 0, set()
     for chip, n, k, group, in_type, out_type, w_scale, bias in shapes:
-        for m in (0, 1, 2, 16, 17, 63, 64, 65, 1000, 2 ** 31 - 1):
-            mine = bundle.find_kernel(chip, n, k, m, out_type=out_type,
-                                      w_scale=w_scale, group_size=group,
-                                      in_type=in_type, has_bias=bias)
-            theirs = other.find_kernel(chip, n, k, m, out_type, w_scale,
-                                       group, in_type, bias)
-            assert (mine and mine._key) == (theirs and theirs["key"]), \
-                (chip, n, k, m)
-            found += mine is not None
+        for m in ms:
+            for b in batches:
+                mine = bundle.find_kernel(chip, n, k, m, b,
+                                          out_type=out_type,
+                                          w_scale=w_scale, group_size=group,
+                                          in_type=in_type, has_bias=bias)
+                theirs = other.find_kernel(chip, n, k, m, b, out_type,
+                                           w_scale, group, in_type, bias)
+                assert (mine and mine._key) == (theirs and theirs["key"]), \
+                    (chip, n, k, m, b)
+                if mine is not None:
+                    found += 1
+                    ranges.add((mine.min_rows, mine.max_rows))
+                    assert mine.serves(m, b) == (m > 0 and b > 0)
     assert found > 0
+    # Bounded ranges and unbounded ones were both looked up.
+    assert len(ranges) > 2 and any(high == 0 for _, high in ranges)
 
 
 def test_metadata_lookups_are_by_index():

@@ -1,6 +1,8 @@
 """The drop-in call on the emulator against the reference, for both
 DeepSeek-R1 TP8 projections, every layout option and every argument error."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -25,10 +27,10 @@ def bundle(session_bundle, monkeypatch):
     serving.set_bundle(None)
 
 
-def operands(rng, n, k, m, chip="gfx942", per_batch=False):
-    x = mla_fp8.to_bf16_bits(rng.standard_normal((B, m, k)) * 0.5)
+def operands(rng, n, k, m, chip="gfx942", per_batch=False, b=B):
+    x = mla_fp8.to_bf16_bits(rng.standard_normal((b, m, k)) * 0.5)
     w, ws = mla_fp8.quantize_weights_for_chip(
-        rng.standard_normal((B, n, k)) * 0.1, chip, per_batch=per_batch)
+        rng.standard_normal((b, n, k)) * 0.1, chip, per_batch=per_batch)
     return x, w, ws
 
 
@@ -232,7 +234,8 @@ def test_run_kernel_emulated(rng, session_bundle):
     bundle = mla_fp8.load_bundle(session_bundle)
     m = 4
     x, w, ws = operands(rng, *V_UP, m)
-    kernel = bundle.find_kernel("gfx942", *V_UP, m)
+    kernel = bundle.find_kernel("gfx942", *V_UP, m, B)
+    assert kernel.serves(m, B)
     y = np.zeros((m, B, V_UP[0]), np.uint16)
     count = mla_fp8.run_kernel_emulated(bundle, kernel, x, w, ws,
                                         y.transpose(1, 0, 2))
@@ -246,6 +249,22 @@ def test_run_kernel_emulated(rng, session_bundle):
     with pytest.raises(ValueError, match="^w_scale"):
         mla_fp8.run_kernel_emulated(bundle, kernel, x, w, ws.repeat(B),
                                     y.transpose(1, 0, 2))
+    # The kernel runs only the launches its range of rows (B * M) holds:
+    # 1 to 256 here, whatever B and M make them.
+    assert (kernel.min_rows, kernel.max_rows) == (1, 256)
+    for b, rows in ((1, 256), (2, 128), (B, 16)):
+        x, w, ws = operands(rng, *V_UP, rows, b=b)
+        y = np.zeros((b, rows, V_UP[0]), np.uint16)
+        assert mla_fp8.run_kernel_emulated(bundle, kernel, x, w, ws, y) > 0
+        assert_close(y, reference(x, w, ws))
+    for b, rows in ((B, 17), (1, 257), (2, 129)):
+        x, w, ws = operands(rng, *V_UP, rows, b=b)
+        with pytest.raises(RuntimeError, match=re.escape(
+                f"kernel '{kernel.symbol}' serves the launches of 1 to 256 "
+                f"rows (B * M), not B = {b}, M = {rows}")):
+            mla_fp8.run_kernel_emulated(
+                bundle, kernel, x, w, ws,
+                np.zeros((b, rows, V_UP[0]), np.uint16))
 
 
 def test_quantize_weights_for_chip(rng):
@@ -294,7 +313,7 @@ def test_bias(rng, n, k, bias_bundle):
                  reference(x, w, ws, bias=bias))
     assert_close(call(x, w, ws), reference(x, w, ws))
     kernel = mla_fp8.load_bundle(bias_bundle).find_kernel(
-        "gfx942", n, k, m, has_bias=True)
+        "gfx942", n, k, m, B, has_bias=True)
     assert kernel.has_bias and "_bias_" in kernel.symbol
 
 

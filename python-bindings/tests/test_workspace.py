@@ -3,6 +3,7 @@ workspace replaced while a launch holds it outlives that launch; prepare()
 checks its arguments with any bundle; a capture takes the largest reserved
 workspace."""
 
+import copy
 import threading
 import weakref
 
@@ -10,6 +11,7 @@ import pytest
 
 import mla_fp8
 from mla_fp8 import hip, serving, workspace
+from mla_fp8.bundle import Bundle
 from test_graph_capture import spaces, unpack_workspace, v_up
 from test_hip import FakeDevice, FakeStream, call, fake  # noqa: F401
 
@@ -126,3 +128,50 @@ def test_capture_takes_the_largest_reserved(fake, split_k_bundle):
     lib.capturing[STREAM] = (hip.CAPTURE_ACTIVE, 8)
     call(*v_up(torch, batch=8))
     assert unpack_workspace(lib.launches[-1]) == small_spare[0]
+
+
+class _RangedBundle(Bundle):
+    """A bundle whose split-K kernels are copies of a real one with other
+    ranges of rows and M tiles: generated bundles have none such (the tile
+    table splits no K, and an explicit tile serves every launch)."""
+
+    max_m = 64
+
+    def __init__(self, kernels):  # pylint: disable=super-init-not-called
+        self._ranged = kernels
+
+    def kernels(self):
+        return list(self._ranged)
+
+
+@pytest.mark.parametrize("max_m,batch,blocks", [
+    # At B = 16 and M <= 64 (1024 rows): 1-256 at M = 16 (16 x 1 blocks of
+    # 16 rows), 257-1024 at M = 64 (16 x 2 of 32); 1025 up is out of reach.
+    (64, 16, 32),
+    # M = 65: 1040 rows reach 1025 up, at M = 65 (16 x 5 blocks of 16).
+    (65, 16, 80),
+    # B = 1: only 1-256, at M = 64 (4 blocks); B = 4: 256 rows, still only
+    # it (4 x 4).
+    (64, 1, 4), (64, 4, 16),
+    # B = 5: 1-256 at M = 51 (5 x 4 blocks), 257-1024 at M = 64 (5 x 2).
+    (64, 5, 20),
+])
+def test_prepare_sizes_each_kernel_at_the_rows_it_serves(
+        fake, split_k_bundle, max_m, batch, blocks):
+    """prepare() takes the split-K kernels a launch of B = batch and at most
+    max_m tokens can pick (min_rows <= max_m * batch), each at the most
+    tokens its range of rows serves at that batch: min(max_m,
+    max_rows // batch)."""
+    (real,) = [k for k in mla_fp8.load_bundle(split_k_bundle).kernels()
+               if k.workspace_bytes_per_block]
+
+    def ranged(low, high, block_m):
+        kernel = copy.copy(real)
+        kernel.min_rows, kernel.max_rows, kernel.block_m = low, high, block_m
+        return kernel
+    bundle = _RangedBundle([ranged(1, 256, 16), ranged(257, 1024, 32),
+                            ranged(1025, 0, 16)])
+    nbytes = mla_fp8.prepare(bundle=bundle, max_m=max_m, batch=batch)
+    assert nbytes == blocks * real.workspace_bytes_per_block
+    torch, _ = fake
+    assert [size for _, size, _ in spaces(torch)] == [nbytes]

@@ -1,5 +1,6 @@
 // The default AOT set for DeepSeek-R1 on MI300 (gfx942, FNUZ): K-up and V-up,
-// bf16 out, per-tensor descale, every M range; compiled and linked in-process.
+// bf16 out, per-tensor descale, every range of rows; compiled and linked
+// in-process.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 dump=%t" | FileCheck %s --check-prefix=BIN
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
@@ -12,14 +13,15 @@
 // BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, bin = "\7FELF
 // BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, bin = "\7FELF
 
-// The first M range: K-up's is 1-16, V-up's 1-32.
-// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_m1_{{16|32}}>:
+// The first range of rows B * M: K-up's is 1-64, V-up's 1-256; the last
+// starts at 8193 (K-up) and 4097 (V-up).
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_r1_{{64|256}}>:
 // ISA: global_load_dwordx4
 // ISA: v_cvt_pk_fp8_f32
 // ISA: ds_read_b128
 // ISA: v_mfma_f32_16x16x32_fp8_fp8
 // ISA: s_endpgm
-// ISA-LABEL: _gfx942_m513_inf>:
+// ISA-LABEL: _gfx942_r{{8193|4097}}_inf>:
 // ISA-DAG: global_load_dwordx4
 // ISA-DAG: v_cvt_pk_fp8_f32
 // ISA-DAG: s_barrier
@@ -27,10 +29,10 @@
 // ISA-DAG: v_mfma_f32_{{16x16x32|32x32x16}}_fp8_fp8
 // ISA: s_endpgm
 
-// V-up with an explicit split-K tile at M <= 16 (two splits; the table no
+// V-up with an explicit split-K tile at B * M <= 16 (two splits; the table no
 // longer splits): the partial is stored, released at agent scope, counted
 // with a returning atomic; the last arriver acquires, sums and stores Y.
-// SPLITK-LABEL: _gfx942_m1_16>:
+// SPLITK-LABEL: _gfx942_r1_16>:
 // SPLITK: v_mfma_f32_16x16x32_fp8_fp8
 // SPLITK: global_store_dwordx4
 // SPLITK: buffer_wbl2 sc1
@@ -41,26 +43,26 @@
 // SPLITK: buffer_store_dwordx2
 // SPLITK: s_endpgm
 // The second tile does not split: no atomics.
-// SPLITK-LABEL: _gfx942_m17_inf>:
+// SPLITK-LABEL: _gfx942_r17_inf>:
 // SPLITK-NOT: global_atomic
 // SPLITK: s_endpgm
 
-// Every kernel: no spills, no scratch, LDS far below 64 KiB (16 rows of A take
-// 2112 bytes; V-up keeps one copy of the A tile per K-group: 4 x 2112 bytes
-// at M <= 32, 4 x 4224 for its 32-row tile from M = 513, where K-up's 64-row
-// tile takes 8448).
+// Every kernel: no spills, no scratch, LDS far below 64 KiB (16 rows of A
+// take 2112 bytes; V-up keeps one copy of the A tile per K-group: 4 x 2112
+// bytes for its 16-row tiles up to 4096 rows, 4 x 4224 for its 32-row tile
+// from 4097, where K-up's 128-row tile takes 16896).
 // METAK: .group_segment_fixed_size: 2112
 // METAV: .group_segment_fixed_size: 8448
 // META: .kernarg_segment_size: 88
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_m1_16
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_m1_32
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_r1_64
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r1_256
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0
 // META: .vgpr_spill_count: 0
-// METAK: .group_segment_fixed_size: 8448
+// METAK: .group_segment_fixed_size: 16896
 // METAV: .group_segment_fixed_size: 16896
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_m513_inf
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_m513_inf
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_r8193_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r4097_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx942
 
 // ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, assembly = "{{.*}}v_mfma_f32_16x16x32_fp8_fp8
@@ -82,9 +84,9 @@ func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 func.func @vsplit(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                   %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [
-      #mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4,
+      #mlafp8.tile<min_rows = 1, max_rows = 16, block_m = 16, block_n = 64, waves = 4,
                    mfma = m16n16k32, split_k = 2, stages = 2, occupancy = 2>,
-      #mlafp8.tile<min_m = 17, max_m = 0, block_m = 32, block_n = 128, waves = 8,
+      #mlafp8.tile<min_rows = 17, max_rows = 0, block_m = 32, block_n = 128, waves = 8,
                    mfma = m16n16k32, split_k = 1, stages = 4, occupancy = 2>]}
       : tensor<16x?x512xbf16>, tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32>
       -> tensor<16x?x128xbf16>

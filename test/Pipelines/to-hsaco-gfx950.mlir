@@ -1,5 +1,6 @@
 // The default AOT set for DeepSeek-R1 on MI350 (gfx950, OCP): K-up and V-up,
-// bf16 out, per-tensor descale, every M range; compiled and linked in-process.
+// bf16 out, per-tensor descale, every range of rows; compiled and linked
+// in-process.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx950 dump=%t" | FileCheck %s --check-prefix=BIN
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/kup_kernels.hsaco | FileCheck %s --check-prefix=ISA --implicit-check-not=scratch_ --implicit-check-not=store_short
@@ -13,14 +14,15 @@
 // BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 // BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 
-// The first M range: K-up's is 1-16, V-up's 1-32; the last starts at 257.
-// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_m1_{{16|32}}>:
+// The first range of rows B * M: K-up's is 1-512, V-up's 1-256; the last
+// starts at 16385 (K-up) and 4097 (V-up).
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_r1_{{512|256}}>:
 // ISA: global_load_dwordx4
 // ISA: v_cvt_pk_fp8_f32
 // ISA: ds_read_b128
 // ISA: v_mfma_f32_16x16x128_f8f6f4
 // ISA: s_endpgm
-// ISA-LABEL: _gfx950_m257_inf>:
+// ISA-LABEL: _gfx950_r{{16385|4097}}_inf>:
 // ISA-DAG: global_load_dwordx4
 // ISA-DAG: v_cvt_pk_fp8_f32
 // ISA-DAG: s_barrier
@@ -30,37 +32,38 @@
 
 // The tile table's MFMA per kernel (TileTable.cpp): gfx950's f8f6f4 forms
 // everywhere, one 16x16x128 (or two 32x32x64) per group and output block of a
-// wave; no 16x16x32 / 32x32x16 left. K-up, one group: 16x64 tiles of 2 waves
-// and 16x128 tiles of 4 take two 16x16 blocks per wave, 32x128 of 4 waves
-// four; 64x256 of 8 waves two 32x32 blocks, each two 32x32x64.
-// MFMA-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx950_m1_16>:
+// wave; no 16x16x32 / 32x32x16 left. Waves split N first. K-up, one group:
+// the 16x64 tile of 2 waves takes two 16x16 blocks per wave, each one MFMA
+// from a zero accumulator, 16x128 of 4 two, 32x256 of 8 four (2 x 2);
+// 128x256 of 8 waves four 32x32 blocks, each two 32x32x64.
+// MFMA-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx950_r1_512>:
 // MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4 v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], 0
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m17_64>:
+// MFMA-LABEL: _gfx950_r513_2048>:
 // MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m65_256>:
+// MFMA-LABEL: _gfx950_r2049_16384>:
 // MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m257_inf>:
-// MFMA-COUNT-4: v_mfma_f32_32x32x64_f8f6f4
+// MFMA-LABEL: _gfx950_r16385_inf>:
+// MFMA-COUNT-8: v_mfma_f32_32x32x64_f8f6f4
 // MFMA-NOT: v_mfma
-// V-up, four groups: 16x64 (4 waves) one block per wave and group, 16x128
-// (4 waves) and 32x128 (8 waves) two.
-// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_m1_32>:
+// V-up, four groups: 16x32 (2 waves) and 16x64 (4 waves) one block per wave
+// and group, 32x128 (8 waves) two.
+// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_r1_256>:
 // MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m33_256>:
-// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-LABEL: _gfx950_r257_4096>:
+// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_m257_inf>:
+// MFMA-LABEL: _gfx950_r4097_inf>:
 // MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
 
-// V-up with an explicit split-K tile at M <= 16 (two splits; the table no
+// V-up with an explicit split-K tile at B * M <= 16 (two splits; the table no
 // longer splits): the partial is stored, released at agent scope, counted
 // with a returning atomic; the last arriver acquires, sums and stores Y.
-// SPLITK-LABEL: _gfx950_m1_16>:
+// SPLITK-LABEL: _gfx950_r1_16>:
 // SPLITK: v_mfma_f32_16x16x32_fp8_fp8
 // SPLITK: global_store_dwordx4
 // SPLITK: buffer_wbl2 sc1
@@ -71,26 +74,26 @@
 // SPLITK: buffer_store_dwordx2
 // SPLITK: s_endpgm
 // The second tile does not split: no atomics.
-// SPLITK-LABEL: _gfx950_m17_inf>:
+// SPLITK-LABEL: _gfx950_r17_inf>:
 // SPLITK-NOT: global_atomic
 // SPLITK: s_endpgm
 
 // Every kernel: no spills, no scratch, LDS far below 160 KiB (16 rows of A
 // take 2112 bytes; V-up keeps one copy of the A tile per K-group: 4 x 2112
-// bytes at M <= 32, 4 x 4224 for its 32-row tile from M = 257, where K-up's
-// 64-row tile takes 8448).
+// bytes for its 16-row tiles up to 4096 rows, 4 x 4224 for its 32-row tile
+// from 4097, where K-up's 128-row tile takes 16896).
 // METAK: .group_segment_fixed_size: 2112
 // METAV: .group_segment_fixed_size: 8448
 // META: .kernarg_segment_size: 88
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_m1_16
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_m1_32
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r1_512
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r1_256
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0
 // META: .vgpr_spill_count: 0
-// METAK: .group_segment_fixed_size: 8448
+// METAK: .group_segment_fixed_size: 16896
 // METAV: .group_segment_fixed_size: 16896
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_m257_inf
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_m257_inf
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r16385_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r4097_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
 // ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, assembly = "{{.*}}v_mfma_f32_16x16x128_f8f6f4
@@ -112,9 +115,9 @@ func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
 func.func @vsplit(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
                   %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [
-      #mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4,
+      #mlafp8.tile<min_rows = 1, max_rows = 16, block_m = 16, block_n = 64, waves = 4,
                    mfma = m16n16k32, split_k = 2, stages = 2, occupancy = 2>,
-      #mlafp8.tile<min_m = 17, max_m = 0, block_m = 32, block_n = 128, waves = 8,
+      #mlafp8.tile<min_rows = 17, max_rows = 0, block_m = 32, block_n = 128, waves = 8,
                    mfma = m16n16k32, split_k = 1, stages = 4, occupancy = 2>]}
       : tensor<16x?x512xbf16>, tensor<16x128x512xf8E4M3FN>, tensor<1xf32>
       -> tensor<16x?x128xbf16>

@@ -56,8 +56,9 @@ static cl::list<int64_t>
               cl::CommaSeparated, cl::cat(category));
 static cl::opt<int64_t>
     maxM("max-m",
-         cl::desc("Largest token count the M ranges are planned for; larger "
-                  "M runs on the last range (default 1024)"),
+         cl::desc("Largest token count the kernels' ranges of rows (B * M) "
+                  "are planned for, at the largest batch; larger M runs on "
+                  "the last range (default 1024)"),
          cl::init(1024), cl::cat(category));
 // Initialized before `chips` (same file, earlier); the chip table is
 // constant, so its names exist already.
@@ -94,7 +95,8 @@ static cl::list<std::string>
           cl::desc("Explicit tile instead of the tile table, for tuning: "
                    "PROJECTION:BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]] (projection "
                    "k_up or v_up; MFMA e.g. m16n16k32); one kernel then serves "
-                   "every M of that projection. Repeat for both projections"),
+                   "every launch (any B * M) of that projection. Repeat for "
+                   "both projections"),
           cl::cat(category));
 static cl::opt<bool> bias("bias",
                           cl::desc("Also generate the kernels that add a "
@@ -133,8 +135,9 @@ static cl::opt<bool> noCache("no-cache",
 static cl::opt<bool>
     verify("verify",
            cl::desc("Before publishing the bundle, run every kernel on the "
-                    "gfx9 emulator at the edges and middle of its M range "
-                    "(B = 2) and compare with the exact reference; a "
+                    "gfx9 emulator at the edges and middle of its range of "
+                    "rows (B * M, B = 4, 2 or 1) and compare with the exact "
+                    "reference; a "
                     "mismatch fails the run and keeps the previous bundle"),
            cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("Print only errors"),
@@ -195,12 +198,24 @@ static llvm::Error verifyBundle(llvm::StringRef dir, bool quietRun) {
   double worstUlp = 0;
   for (const runtime::LoadedChip &chip : bundle->chips)
     for (const runtime::KernelEntry &kernel : chip.kernels) {
-      int64_t hi = kernel.maxM ? kernel.maxM : kernel.minM + 63;
-      std::vector<int64_t> ms = {kernel.minM, (kernel.minM + hi) / 2, hi};
-      ms.erase(std::unique(ms.begin(), ms.end()), ms.end());
-      for (int64_t m : ms) {
+      // The first, middle and last rows of the kernel's range (64 past its
+      // start when unbounded), each as B * M at the largest B of 1, 2, 4
+      // that keeps the launch inside the range.
+      int64_t lo = kernel.minRows;
+      int64_t hi = kernel.maxRows ? kernel.maxRows : lo + 63;
+      std::vector<std::pair<int64_t, int64_t>> launches;
+      for (int64_t rows : {lo, lo + (hi - lo) / 2, hi})
+        for (int64_t b : {4, 2, 1}) {
+          int64_t m = std::max<int64_t>(rows / b, 1);
+          if (b * m >= lo && b * m <= hi) {
+            if (!llvm::is_contained(launches, std::make_pair(b, m)))
+              launches.push_back({b, m});
+            break;
+          }
+        }
+      for (auto [b, m] : launches) {
         runtime::VerifyProblem problem;
-        problem.batch = 2;
+        problem.batch = b;
         problem.m = m;
         problem.seed = uint64_t(m);
         runtime::VerifyResult result =
@@ -208,8 +223,9 @@ static llvm::Error verifyBundle(llvm::StringRef dir, bool quietRun) {
         if (!result.passed())
           return llvm::createStringError(
               llvm::formatv(
-                  "verification failed for {0} at M = {1}: {2}", kernel.symbol,
-                  m, result.error.empty() ? result.message : result.error)
+                  "verification failed for {0} at B = {3}, M = {1}: {2}",
+                  kernel.symbol, m,
+                  result.error.empty() ? result.message : result.error, b)
                   .str());
         worstUlp = std::max(worstUlp, result.maxUlp);
         ++runs;
@@ -236,10 +252,11 @@ static int listKernels(const std::vector<KernelGroupSpec> &groups) {
         d.inType);
     for (const TileConfig &t : *tiles) {
       std::string range =
-          t.maxM == 0 ? llvm::formatv("M >= {0}", t.minM).str()
-                      : llvm::formatv("M {0}-{1}", t.minM, t.maxM).str();
+          t.maxRows == 0
+              ? llvm::formatv("B*M >= {0}", t.minRows).str()
+              : llvm::formatv("B*M {0}-{1}", t.minRows, t.maxRows).str();
       llvm::outs() << llvm::formatv(
-          "    {0,-12} block {1}x{2}  waves {3}  {4}  split_k {5}\n", range,
+          "    {0,-16} block {1}x{2}  waves {3}  {4}  split_k {5}\n", range,
           t.blockM, t.blockN, t.waves, t.mfma->shapeName, t.splitK);
     }
   }

@@ -324,6 +324,7 @@ static int runBundle() {
         query.n = n;
         query.k = k;
         query.m = mOpt;
+        query.batch = bOpt;
         query.inType = inTypeOpt;
         query.outType = outType;
         query.weightScale = wScale;
@@ -333,10 +334,10 @@ static int runBundle() {
           kernel = bundle->findKernel(query);
       }
   if (!kernel)
-    die(formatv("bundle has no {0} kernel for N={1} K={2} G={3} M={4} with "
-                "{5} activations",
+    die(formatv("bundle has no {0} kernel for N={1} K={2} G={3} B={6} M={4} "
+                "with {5} activations",
                 chipOpt.getValue(), n, k, groupOpt.getValue(), mOpt.getValue(),
-                inTypeOpt.getValue())
+                inTypeOpt.getValue(), bOpt.getValue())
             .str());
   checkHostBytes(n, k, int64_t(kernel->getWorkspaceBytes(mOpt, bOpt)));
   runtime::EmulatorLauncher launcher;
@@ -507,7 +508,8 @@ int main(int argc, char **argv) {
       "launch.\nPrequant-bmm mode (--abi): random inputs for B, M, N, K, run, "
       "and a comparison with the reference.\nBundle mode (the input is an "
       "mla-fp8-aot bundle directory): the kernel the\nmanifest picks for "
-      "--chip, --N, --K (default 512, 128) and --M, on random inputs,\n"
+      "--chip, --N, --K (default 512, 128) and the rows -B x -M, on random "
+      "inputs,\n"
       "compared with the reference.\nBundle check (--check-bundle DIR): "
       "verifies a copied or downloaded bundle with every\ncheck the loader "
       "makes and prints one OK line, or the error (exit 1).\nForeign mode "

@@ -189,7 +189,8 @@ std::optional<int64_t> getWorkspaceBytes(const LaunchShape &shape, int64_t m,
 /// K-group in MFMA operand order, then one f32 scale per row.
 int64_t getLDSBytes(int64_t blockM, int64_t groupSize);
 
-/// What names a kernel: the shape, the types, the epilogue and the M range.
+/// What names a kernel: the shape, the types, the epilogue and the range of
+/// launch rows (B * M) it serves.
 struct KernelNameFields {
   int64_t n = 0, k = 0, groupSize = 0;
   /// The activation type, "bf16" or "f16": bf16 is not named (the symbols
@@ -200,15 +201,15 @@ struct KernelNameFields {
   bool perBatchScale = false;
   bool hasBias = false;
   std::string chip;
-  /// maxM 0: no upper bound ("inf").
-  int64_t minM = 0, maxM = 0;
+  /// maxRows 0: no upper bound ("inf").
+  int64_t minRows = 0, maxRows = 0;
 };
 
-/// The kernel's symbol, e.g. `mla_fp8_n512_k128_g128_bf16_gfx942_m1_16`,
+/// The kernel's symbol, e.g. `mla_fp8_n512_k128_g128_bf16_gfx942_r1_256`,
 /// with `_xf16` before the output type for f16 activations (two kernels
 /// that differ only in their input type share a code object), `_pb` for a
-/// per-batch descale, `_bias` for a bias and `m513_inf` for
-/// an unbounded M range.
+/// per-batch descale, `_bias` for a bias and `r8193_inf` for
+/// an unbounded range of rows.
 std::string getKernelSymbol(const KernelNameFields &fields);
 
 } // namespace mlir::mlafp8::kernel_abi

@@ -109,10 +109,10 @@ inline bool operator!=(const KernelDescription &a, const KernelDescription &b) {
 /// equal text and different ones different text.
 std::string serialize(const KernelDescription &description);
 
-/// The symbol fields of the kernel of `description` serving minM..maxM
-/// (maxM 0: unbounded).
+/// The symbol fields of the kernel of `description` serving the launches of
+/// minRows..maxRows rows, B * M (maxRows 0: unbounded).
 KernelNameFields getNameFields(const KernelDescription &description,
-                               int64_t minM, int64_t maxM);
+                               int64_t minRows, int64_t maxRows);
 
 namespace detail {
 /// Converts to any field type: brace-initializing an aggregate from N of

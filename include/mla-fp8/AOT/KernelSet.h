@@ -44,8 +44,9 @@ struct KernelSetOptions {
   /// not divide the heads is skipped; otherwise it is an error.
   std::vector<int64_t> tp = {1, 2, 4, 8};
   bool tpExplicit = false;
-  /// Every M from 1 to maxM is served by a kernel range; the last range is
-  /// unbounded, so larger M still runs.
+  /// Every M from 1 to maxM, at every batch of the set, is served by a kernel
+  /// of its own range of rows (B * M); the last range is unbounded, so larger
+  /// M still runs.
   int64_t maxM = 1024;
   /// Default: every chip of the chip table.
   std::vector<std::string> chips = getDefaultChips();
@@ -62,13 +63,13 @@ struct KernelSetOptions {
   bool bias = false;
   /// Of every code object: 5 (loads on ROCm 6.0+) or 6 (ROCm 6.3+).
   unsigned codeObjectVersion = kDefaultCodeObjectVersion;
-  /// Explicit tiles by projection ("k_up", "v_up"), each serving every M of
-  /// its projection instead of the tile table's ranges.
+  /// Explicit tiles by projection ("k_up", "v_up"), each serving every launch
+  /// of its projection instead of the tile table's ranges.
   std::vector<std::pair<std::string, TileConfig>> tiles;
 };
 
 /// One compilation unit: one batched matmul of the model, Y[b] = X[b] W[b]^T,
-/// on one chip. It holds one kernel per M range.
+/// on one chip. It holds one kernel per range of launch rows (B * M).
 struct KernelGroupSpec {
   /// "k_up" (q_nope x W_UK), "v_up" (o x W_UV) or an embedder's name.
   std::string projection;
@@ -78,7 +79,8 @@ struct KernelGroupSpec {
   std::vector<int64_t> tp;
   /// What decides the code of every kernel of the group.
   kernel_abi::KernelDescription kernel;
-  /// The M ranges are planned up to this M; the last one is unbounded.
+  /// The ranges of rows are planned up to this M at the largest batch; the
+  /// last one is unbounded.
   int64_t maxM = 1024;
   /// Explicit tiles instead of the chip's selection (bench/tile-sweep.cpp
   /// compiles candidates with them); empty: the selection. Bundles never set
@@ -91,10 +93,17 @@ struct KernelGroupSpec {
   /// "mla_fp8_k_up_n512_k128_g128_bf16_pt_gfx942" (`_xf16` after the group
   /// size for f16 activations, as in the kernel symbols).
   std::string getBaseName() const;
+  /// The rows the ranges are planned for: maxM times the largest batch, or
+  /// times kPlanningBatch when the group names none.
+  int64_t getPlannedRows() const;
 };
 
+/// The batch a group without batches is planned for: the most heads of a
+/// served MLA model (DeepSeek-V3/R1, Kimi-K2 at TP 1).
+inline constexpr int64_t kPlanningBatch = 128;
+
 /// Parses "BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]" (MFMA: an MFMA record's shape
-/// name, e.g. m16n16k32) into a tile serving every M; the tile attribute's
+/// name, e.g. m16n16k32) into a tile serving every launch; the tile attribute's
 /// verifier checks the combination when the kernel is compiled.
 llvm::Expected<TileConfig> parseTileSpec(llvm::StringRef text);
 
@@ -108,8 +117,9 @@ llvm::Expected<std::vector<KernelGroupSpec>>
 buildKernelSet(const KernelSetOptions &options);
 
 /// The kernels of a group: its explicit tiles, or the chip's tile selection
-/// for the shape cut to the ranges that serve some M up to `maxM`, the last
-/// one made unbounded so that every M finds a kernel.
+/// for the shape cut to the ranges that serve some rows up to
+/// getPlannedRows(), the last one made unbounded so that every launch finds a
+/// kernel.
 llvm::Expected<SmallVector<TileConfig>>
 getGroupTiles(const KernelGroupSpec &spec);
 

@@ -25,8 +25,9 @@ struct ChipBundle;
 /// Version of the manifest.json layout; bump on any incompatible change.
 /// Version 2 added manifest.sha256 beside the manifest; version 3 names each
 /// explicit argument (`name`, from the kernel ABI) instead of leaving the
-/// name to the prose of `meaning`.
-inline constexpr int kManifestSchemaVersion = 3;
+/// name to the prose of `meaning`; version 4 keys each kernel by the rows of
+/// a launch, B * M (`min_rows`, `max_rows`), instead of by M alone.
+inline constexpr int kManifestSchemaVersion = 4;
 
 /// The manifest's `tile` object of a kernel (also the cache index's).
 llvm::json::Value tileToJSON(const TileConfig &tile);

@@ -90,8 +90,10 @@ struct CompileSpecOptions {
 /// A kernel of a compiled spec with its tile.
 struct CompiledKernel {
   std::string symbol;
-  int64_t minM = 0, maxM = 0, blockM = 0, blockN = 0, waves = 0, splitK = 1,
-          stages = 1, occupancy = 2;
+  /// Serves the launches of minRows <= B * M <= maxRows (maxRows 0: no
+  /// upper bound).
+  int64_t minRows = 0, maxRows = 0, blockM = 0, blockN = 0, waves = 0,
+          splitK = 1, stages = 1, occupancy = 2;
   std::string mfma;
   /// From the code object's metadata note.
   uint64_t kernargSize = 0, ldsBytes = 0, scratchBytes = 0;

@@ -21,7 +21,7 @@
 namespace mlir::mlafp8::runtime {
 
 /// The manifest schema version this loader reads.
-inline constexpr int kSupportedManifestSchemaVersion = 3;
+inline constexpr int kSupportedManifestSchemaVersion = 4;
 
 /// Bounds the loader enforces on every manifest (docs/manifest.md, "What the
 /// loader checks"): beyond them the kernels' index arithmetic or a launch's
@@ -30,6 +30,9 @@ inline constexpr int64_t kMaxManifestN = kernel_abi::kMaxKernelDimension;
 inline constexpr int64_t kMaxManifestK = kernel_abi::kMaxKernelDimension;
 inline constexpr int64_t kMaxManifestGroupSize = 65536;
 inline constexpr int64_t kMaxManifestM = (int64_t(1) << 31) - 1;
+/// The bound of a kernel's `min_rows` and `max_rows`. A launch of more rows
+/// (B * M) is served by the unbounded range.
+inline constexpr int64_t kMaxManifestRows = (int64_t(1) << 31) - 1;
 inline constexpr int64_t kMaxManifestChips = 16;
 inline constexpr int64_t kMaxManifestKernelsPerChip = 4096;
 inline constexpr int64_t kMaxManifestArgs = 64;
@@ -62,8 +65,9 @@ struct KernelArg {
 struct KernelEntry : kernel_abi::KernelDescription {
   std::string symbol;
   std::string projection;
-  /// The kernel serves minM <= M <= maxM; maxM 0 means no upper bound.
-  int64_t minM = 0, maxM = 0;
+  /// The kernel serves the launches of minRows <= B * M <= maxRows rows;
+  /// maxRows 0 means no upper bound.
+  int64_t minRows = 0, maxRows = 0;
   /// The tile's block_m (the grid's M divisor), block_n, waves and split_k.
   int64_t blockM = 0, blockN = 0, waves = 0, splitK = 1;
   std::array<uint32_t, 3> workgroupSize = {0, 0, 0};
@@ -77,9 +81,14 @@ struct KernelEntry : kernel_abi::KernelDescription {
   /// The code object of the kernel's chip (shared by every kernel of it).
   std::shared_ptr<const std::string> codeObject;
 
-  /// Whether `m` tokens are served by this kernel.
-  bool servesM(int64_t m) const {
-    return m >= minM && (maxM == 0 || m <= maxM);
+  /// Whether a launch of `b` batches of `m` tokens is served by this kernel.
+  /// Every B * M above kMaxManifestRows (B and M are at most 2^31 - 1, the
+  /// product fits) falls in the unbounded range.
+  bool serves(int64_t m, int64_t b) const {
+    if (m < 1 || b < 1)
+      return false;
+    int64_t rows = m * b;
+    return rows >= minRows && (maxRows == 0 || rows <= maxRows);
   }
   /// Workgroups per dimension for `m` tokens and `b` batches, as the kernel
   /// ABI gives them for the tile; y is 0 (no launch) when m is 0, and all are
@@ -107,10 +116,10 @@ struct LaunchShape;
 namespace mlir::mlafp8::runtime {
 
 /// The entry of a kernel compiled outside a bundle (tests, tile sweeps): its
-/// description, M range and launch shape, with everything else the kernel ABI
-/// implies (symbol, workgroup, kernarg layout, workspace).
+/// description, range of rows and launch shape, with everything else the kernel
+/// ABI implies (symbol, workgroup, kernarg layout, workspace).
 KernelEntry makeKernelEntry(const kernel_abi::KernelDescription &description,
-                            int64_t minM, int64_t maxM,
+                            int64_t minRows, int64_t maxRows,
                             const kernel_abi::LaunchShape &launch,
                             std::shared_ptr<const std::string> codeObject);
 
@@ -146,9 +155,11 @@ struct LoadedChip {
 };
 
 /// What a kernel lookup matches: every field of the description except the
-/// fp8 type (the chip decides it), and the M a kernel must serve.
+/// fp8 type (the chip decides it), and the launch a kernel must serve: `batch`
+/// (B) times `m` tokens.
 struct KernelQuery : kernel_abi::KernelDescription {
   int64_t m = 0;
+  int64_t batch = 0;
 };
 
 /// A bundle read from disk: immutable after loading, so that pointers to its
@@ -164,11 +175,12 @@ public:
   int64_t maxM = 0;
   std::vector<LoadedChip> chips;
 
-  /// The kernel of `chip` for the (n, k) shape whose M range holds `m`, or
-  /// null. M = 0 (nothing to compute) gets the kernel of the lowest range,
-  /// whose grid is then empty.
+  /// The kernel of `chip` for the (n, k) shape whose range of rows holds
+  /// `batch` * `m`, or null. M = 0 or B = 0 (nothing to compute) gets the
+  /// kernel of the lowest range, whose grid is then empty.
   const KernelEntry *findKernel(std::string_view chip, int64_t n, int64_t k,
-                                int64_t m, std::string_view outType = "bf16",
+                                int64_t m, int64_t batch,
+                                std::string_view outType = "bf16",
                                 std::string_view wScale = "per_tensor",
                                 int64_t groupSize = 128) const;
   const KernelEntry *findKernel(const KernelQuery &query) const;

@@ -90,8 +90,8 @@ struct ConvertMLAFP8ToGPUPass
       if (!plan)
         return op.emitOpError()
                << "tile " << index << ": " << llvm::toString(plan.takeError());
-      nameFields.minM = tile.getMinM();
-      nameFields.maxM = tile.getMaxM();
+      nameFields.minRows = tile.getMinRows();
+      nameFields.maxRows = tile.getMaxRows();
       std::string name = kernel_abi::getKernelSymbol(nameFields);
       gpu::GPUFuncOp func = buildKernel(gpuModule, op.getLoc(), name, *plan);
       kernels.push_back(

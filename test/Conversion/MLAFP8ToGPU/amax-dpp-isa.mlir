@@ -10,7 +10,7 @@
 // RUN: mla-fp8-opt %t/ocp.mlir --mlafp8-to-hsaco="chip=gfx950 dump=%t/gfx950" -o /dev/null
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco | FileCheck %s --implicit-check-not=ds_swizzle --implicit-check-not=ds_bpermute
 
-// CHECK-LABEL: _m1_16>:
+// CHECK-LABEL: _r1_{{64|512}}>:
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
 // CHECK-NOT: {{s_waitcnt|ds_}}
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf
@@ -20,9 +20,9 @@
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}row_mirror row_mask:0xf bank_mask:0xf
 // CHECK: ds_write_b64
 // CHECK: s_endpgm
-// The largest tile (64x256, eight waves, 32x32 MFMAs; from M = 513 on gfx942,
-// 257 on gfx950) reduces the same way.
-// CHECK-LABEL: _m{{513|257}}_inf>:
+// The largest tile (128x256, eight waves, 32x32 MFMAs; from 8193 rows B * M
+// on gfx942, 16385 on gfx950) reduces the same way.
+// CHECK-LABEL: _r{{8193|16385}}_inf>:
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
 // CHECK-NOT: {{s_waitcnt|ds_}}
 // CHECK: {{v_max_u32_dpp|v_mov_b32_dpp}} {{.*}}quad_perm:[2,3,0,1] row_mask:0xf bank_mask:0xf

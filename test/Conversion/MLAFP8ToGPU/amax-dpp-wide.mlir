@@ -2,7 +2,7 @@
 // row of 16 lanes; one xor shuffle across rows finishes.
 // RUN: mla-fp8-opt %s --convert-mlafp8-to-gpu=chip=gfx942 --canonicalize --cse | FileCheck %s
 
-// CHECK-LABEL: gpu.func @mla_fp8_n64_k256_g256_bf16_gfx942_m1_inf(
+// CHECK-LABEL: gpu.func @mla_fp8_n64_k256_g256_bf16_gfx942_r1_inf(
 // CHECK: %[[R:.+]] = vector.reduction <maxui>, %{{.+}} : vector<8xi32> into i32
 // CHECK-NEXT: %[[D0:.+]] = amdgpu.dpp %[[R]] %[[R]] quad_perm([1 : i32, 0 : i32, 3 : i32, 2 : i32])
 // CHECK-NEXT: %[[M0:.+]] = arith.maxui %[[R]], %[[D0]] : i32
@@ -18,7 +18,7 @@
 func.func @g256(%x: tensor<4x?x256xbf16>, %w: tensor<4x64x256xf8E4M3FNUZ>,
                 %ws: tensor<1xf32>) -> tensor<4x?x64xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 256 : i64,
-      tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 32, block_n = 32,
+      tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 32, block_n = 32,
       waves = 1, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>]}
       : tensor<4x?x256xbf16>, tensor<4x64x256xf8E4M3FNUZ>, tensor<1xf32>
       -> tensor<4x?x64xbf16>

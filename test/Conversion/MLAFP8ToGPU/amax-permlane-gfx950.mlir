@@ -9,7 +9,7 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/g256_kernels.hsaco | FileCheck %s --check-prefix=G256 --implicit-check-not=ds_swizzle --implicit-check-not=ds_bpermute --implicit-check-not=v_permlane32
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/g256_kernels.hsaco | FileCheck %s --check-prefix=G256MFMA
 
-// G512-LABEL: _g512_bf16_gfx950_m1_inf>:
+// G512-LABEL: _g512_bf16_gfx950_r1_inf>:
 // G512: v_max_u32_dpp {{.*}}row_mirror row_mask:0xf bank_mask:0xf
 // G512-NOT: {{s_waitcnt|ds_}}
 // G512: v_permlane16_swap_b32
@@ -19,7 +19,7 @@
 // G512: v_mfma_f32_16x16x128_f8f6f4
 // G512: s_endpgm
 
-// G256-LABEL: _g256_bf16_gfx950_m1_inf>:
+// G256-LABEL: _g256_bf16_gfx950_r1_inf>:
 // G256: v_max_u32_dpp {{.*}}row_mirror row_mask:0xf bank_mask:0xf
 // G256-NOT: {{s_waitcnt|ds_}}
 // G256: v_permlane16_swap_b32
@@ -28,7 +28,7 @@
 // Its two groups of 32 rows x 256 columns take more registers than straight-
 // line code may hold (KernelPlan's kMaxUnrolledLoadRegisters): a loop, whose
 // MFMAs the layout places before the quantization.
-// G256MFMA-LABEL: _g256_bf16_gfx950_m1_inf>:
+// G256MFMA-LABEL: _g256_bf16_gfx950_r1_inf>:
 // G256MFMA: v_mfma_f32_32x32x64_f8f6f4
 // G256MFMA: s_cbranch_vccz
 // G256MFMA: s_endpgm
@@ -36,7 +36,7 @@
 func.func @g512(%x: tensor<16x?x1024xbf16>, %w: tensor<16x512x1024xf8E4M3FN>,
                 %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 512 : i64, tiles = [
-      #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 128, waves = 8,
+      #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 128, waves = 8,
                    mfma = m16n16k128, split_k = 1, stages = 2, occupancy = 2>]}
       : tensor<16x?x1024xbf16>, tensor<16x512x1024xf8E4M3FN>, tensor<1xf32>
       -> tensor<16x?x512xbf16>
@@ -46,7 +46,7 @@ func.func @g512(%x: tensor<16x?x1024xbf16>, %w: tensor<16x512x1024xf8E4M3FN>,
 func.func @g256(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
                 %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 256 : i64, tiles = [
-      #mlafp8.tile<min_m = 1, max_m = 0, block_m = 32, block_n = 64, waves = 2,
+      #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 32, block_n = 64, waves = 2,
                    mfma = m32n32k64, split_k = 1, stages = 2, occupancy = 2>]}
       : tensor<16x?x512xbf16>, tensor<16x128x512xf8E4M3FN>, tensor<1xf32>
       -> tensor<16x?x128xbf16>

@@ -15,7 +15,7 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/splitk_kernels.hsaco | FileCheck %s --check-prefix=SPLITK --implicit-check-not=store_short
 
 // One 16x16 tile per wave: 4 accumulators, one run, one store.
-// KUP-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx9{{[0-9]+}}_m1_inf>:
+// KUP-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx9{{[0-9]+}}_r1_inf>:
 // KUP: s_load_dword s{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}], 0x0
 // KUP-COUNT-4: v_mfma_f32_16x16x32_fp8_fp8
 // KUP-NOT: {{global_load|s_cbranch|_store}}
@@ -23,7 +23,7 @@
 // KUP-NEXT: s_endpgm
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 1,
       stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>,
       tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
@@ -33,7 +33,7 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // One 32x32 tile per wave, f16 out, per-batch descale (indexed by the
 // workgroup's batch: still a scalar load), bias, token-major Y: 16
 // accumulators in 4 runs, 4 stores, no branch from the bias load on.
-// WIDE-LABEL: <mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx9{{[0-9]+}}_m1_inf>:
+// WIDE-LABEL: <mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx9{{[0-9]+}}_r1_inf>:
 // WIDE: s_load_dword s{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}], 0x0
 // WIDE: v_mfma_f32_32x32x16_fp8_fp8
 // WIDE: global_load_ushort
@@ -52,7 +52,7 @@ func.func @wide(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
   %y = mlafp8.prequant_bmm %x, %w, %ws bias %bias {
       w_scale_mode = #mlafp8<weight_scale per_batch>,
       x_layout = #mlafp8<layout mb>, y_layout = #mlafp8<layout mb>,
-      tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 64, block_n = 64,
+      tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 64, block_n = 64,
                             waves = 4, mfma = m32n32k16, split_k = 1, stages = 1,
                             occupancy = 2>]}
       : tensor<?x16x512xf16>, tensor<16x128x512xf8E4M3FNUZ>, tensor<16xf32>,
@@ -63,7 +63,7 @@ func.func @wide(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // Split-K 4 ways: the last arriver issues the 4 partial loads back to back
 // (no wait between them), and the descale is long resident (no load after
 // the acquire but the partials').
-// SPLITK-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx9{{[0-9]+}}_m1_inf>:
+// SPLITK-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx9{{[0-9]+}}_r1_inf>:
 // SPLITK: s_load_dword s{{[0-9]+}}, s[{{[0-9]+}}:{{[0-9]+}}], 0x0
 // SPLITK: buffer_inv sc1
 // SPLITK-NEXT: global_load_dwordx4
@@ -75,7 +75,7 @@ func.func @wide(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // SPLITK-NEXT: s_endpgm
 func.func @splitk(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                   %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 4,
       stages = 1, occupancy = 2>]} : tensor<16x?x512xbf16>,
       tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>

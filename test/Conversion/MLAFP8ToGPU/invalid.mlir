@@ -20,7 +20,7 @@ func.func @no_tiles(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>
 func.func @split_k(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                    %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   // expected-error @+1 {{tile 0 split_k 2 exceeds the 1 K-groups}}
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 2,
       stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>,
       tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
@@ -33,7 +33,7 @@ func.func @lds(%x: tensor<16x?x1024xbf16>, %w: tensor<16x128x1024xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   // expected-error @+1 {{tile 0: the tile needs 131584 bytes of LDS, more than the 65536 of gfx942}}
   %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 1024 : i64, tiles = [
-      #mlafp8.tile<min_m = 1, max_m = 0, block_m = 128, block_n = 32, waves = 1,
+      #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 128, block_n = 32, waves = 1,
                    mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>]}
       : tensor<16x?x1024xbf16>, tensor<16x128x1024xf8E4M3FNUZ>, tensor<1xf32>
         -> tensor<16x?x128xbf16>
@@ -46,7 +46,7 @@ func.func @short_group(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FN
                        %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   // expected-error @+1 {{tile 0: group_size 16 is smaller than the MFMA's K (32)}}
   %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 16 : i64, tiles = [
-      #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 16, waves = 1,
+      #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 16, waves = 1,
                    mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]}
       : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32>
         -> tensor<16x?x512xbf16>
@@ -59,7 +59,7 @@ func.func @scaled_mfma(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FN
                        %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   // expected-error @+1 {{tile 0: gfx942 has no v_mfma_f32_16x16x128_f8f6f4}}
   %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [
-      #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 16, waves = 1,
+      #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 16, waves = 1,
                    mfma = m16n16k128, split_k = 1, stages = 1, occupancy = 2>]}
       : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32>
         -> tensor<16x?x512xbf16>

@@ -7,7 +7,7 @@
 // RUN: mla-fp8-opt %s -split-input-file --convert-mlafp8-to-gpu=chip=gfx942 --canonicalize --cse | FileCheck %s
 
 // G = 128, 16x16x32: two units of four lane groups; a store phase is one row.
-// CHECK-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m1_inf(
+// CHECK-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_r1_inf(
 // CHECK-SAME: workgroup(%[[LDSA:[^ ]+]] : memref<2048xi8, #gpu.address_space<workgroup>>
 // CHECK: %[[TID:.+]] = gpu.thread_id  x
 // CHECK: %[[LANE:.+]] = arith.remui %[[TID]], %c64 : index
@@ -51,8 +51,8 @@
 // CHECK-NEXT: vector.load %[[LDSA]][%[[A1]]] {alignment = 16 : i64} : {{.*}}, vector<16xi8>
 func.func @g128(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                 %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1,
-      max_m = 0, block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1,
+      max_rows = 0, block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32,
       split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>,
       tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
@@ -62,7 +62,7 @@ func.func @g128(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 
 // G = 64: a store phase holds two rows of four K slots, so the key is doubled
 // (the row's low bit and the K slot take different slot bits).
-// CHECK-LABEL: gpu.func @mla_fp8_n64_k128_g64_bf16_gfx942_m1_inf(
+// CHECK-LABEL: gpu.func @mla_fp8_n64_k128_g64_bf16_gfx942_r1_inf(
 // CHECK: %[[LANE:.+]] = arith.remui %thread_id_x, %c64 : index
 // CHECK: %[[GROUP:.+]] = arith.divui %[[LANE]], %c16 : index
 // CHECK: vector.bitcast %{{.+}} : vector<8xf8E4M3FNUZ> to vector<8xi8>
@@ -77,7 +77,7 @@ func.func @g128(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 func.func @g64(%x: tensor<4x?x128xbf16>, %w: tensor<4x64x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<4x?x64xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 64 : i64,
-      tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 16,
+      tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 16,
       waves = 1, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]}
       : tensor<4x?x128xbf16>, tensor<4x64x128xf8E4M3FNUZ>, tensor<1xf32>
       -> tensor<4x?x64xbf16>

@@ -4,9 +4,9 @@
 // CHECK: module attributes {gpu.container_module}
 // CHECK-LABEL: func.func @kup
 // CHECK: mlafp8.prequant_bmm
-// CHECK-SAME: kernels = [@kup_kernels::@mla_fp8_n512_k128_g128_bf16_gfx942_m1_inf]
+// CHECK-SAME: kernels = [@kup_kernels::@mla_fp8_n512_k128_g128_bf16_gfx942_r1_inf]
 // CHECK: gpu.module @kup_kernels
-// CHECK: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m1_inf(
+// CHECK: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_r1_inf(
 // CHECK-SAME: %[[X:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
 // CHECK-SAME: %[[W:[^:]+]]: memref<2147483647xi8, #gpu.address_space<global>>,
 // CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>,
@@ -82,7 +82,7 @@
 // CHECK: gpu.return
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 1,
       stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>,
       tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
@@ -93,12 +93,12 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 
 // V-up: four K-groups as straight-line code, each quantized into its own LDS
 // copy (4 x 16 x 128 bytes, 4 x 16 scales), then one barrier, then each
-// group's MFMAs with a fresh partial, in group order; two M ranges give two
-// kernels; per-batch descale indexed by the batch (block z); bias; f16; Y in
+// group's MFMAs with a fresh partial, in group order; two ranges of rows
+// give two kernels; per-batch descale indexed by the batch (block z); bias; f16; Y in
 // (M, B, N) order (only the runtime strides differ: same kernel code).
 // CHECK-LABEL: func.func @vup
-// CHECK: kernels = [@vup_kernels::@mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m1_16, @vup_kernels::@mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m17_inf]
-// CHECK: gpu.func @mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m1_16(
+// CHECK: kernels = [@vup_kernels::@mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_r1_16, @vup_kernels::@mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_r17_inf]
+// CHECK: gpu.func @mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_r1_16(
 // CHECK-SAME: %[[WS:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>, %[[BIAS:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>, %[[Y:[^:]+]]: memref<2147483647xf16, #gpu.address_space<global>>
 // CHECK-SAME: workgroup(%[[LDSA:.+]] : memref<8192xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<64xf32, #gpu.address_space<workgroup>>)
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
@@ -122,16 +122,16 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 // CHECK: %[[VB:.+]] = arith.addf %{{.+}}, %[[BFV]] : vector<4xf32>
 // CHECK: arith.truncf %[[VB]] : vector<4xf32> to vector<4xf16>
 // CHECK: amdgpu.raw_buffer_store %{{.+}} -> %[[Y]][%{{.+}}] : vector<4xf16>
-// CHECK: gpu.func @mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_m17_inf(
+// CHECK: gpu.func @mla_fp8_n128_k512_g128_xf16_f16_pb_bias_gfx942_r17_inf(
 func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                %ws: tensor<16xf32>, %bias: tensor<16x128xf16>) -> tensor<?x16x128xf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws bias %bias {
       w_scale_mode = #mlafp8<weight_scale per_batch>,
       x_layout = #mlafp8<layout mb>, y_layout = #mlafp8<layout mb>,
-      tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 32,
+      tiles = [#mlafp8.tile<min_rows = 1, max_rows = 16, block_m = 16, block_n = 32,
                             waves = 2, mfma = m16n16k32, split_k = 1, stages = 1,
                             occupancy = 2>,
-               #mlafp8.tile<min_m = 17, max_m = 0, block_m = 64, block_n = 64,
+               #mlafp8.tile<min_rows = 17, max_rows = 0, block_m = 64, block_n = 64,
                             waves = 4, mfma = m32n32k16, split_k = 1, stages = 1,
                             occupancy = 2>]}
       : tensor<?x16x512xf16>, tensor<16x128x512xf8E4M3FNUZ>, tensor<16xf32>,
@@ -144,7 +144,7 @@ func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // A partial last K-group (K = 200 = 128 + 72): masked loads read zeros past K
 // for X (amax and sum over existing columns only) and for W. N = 40 is not a
 // multiple of block_n: W rows are clamped and stores masked by column too.
-// CHECK-LABEL: gpu.func @mla_fp8_n40_k200_g128_bf16_gfx942_m1_inf
+// CHECK-LABEL: gpu.func @mla_fp8_n40_k200_g128_bf16_gfx942_r1_inf
 // CHECK-NOT: vector.maskedload
 // CHECK: vector.load %{{.+}} {alignment = 8 : i64} : memref<2147483647xi8, {{.*}}>, vector<16xi8>
 // CHECK-NOT: vector.maskedload
@@ -162,7 +162,7 @@ func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // CHECK-NEXT: amdgpu.raw_buffer_store %{{.+}} -> %{{.+}}[%[[OFF]]] : vector<4xbf16>
 func.func @tail(%x: tensor<2x?x200xbf16>, %w: tensor<2x40x200xf8E4M3FNUZ>,
                 %ws: tensor<1xf32>) -> tensor<2x?x40xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 32, block_n = 32, waves = 1, mfma = m32n32k16, split_k = 1,
       stages = 1, occupancy = 2>]} : tensor<2x?x200xbf16>,
       tensor<2x40x200xf8E4M3FNUZ>, tensor<1xf32> -> tensor<2x?x40xbf16>
@@ -175,7 +175,7 @@ func.func @tail(%x: tensor<2x?x200xbf16>, %w: tensor<2x40x200xf8E4M3FNUZ>,
 // first group are issued before the loop, and each iteration loads group
 // g + 1 (clamped to the last group) before it computes group g from the loads
 // carried in iter_args.
-// CHECK-LABEL: gpu.func @mla_fp8_n128_k2048_g128_bf16_gfx942_m1_inf
+// CHECK-LABEL: gpu.func @mla_fp8_n128_k2048_g128_bf16_gfx942_r1_inf
 // CHECK: %[[PW:.+]] = vector.load %{{.+}} : memref<2147483647xi8, {{.*}}>, vector<16xi8>
 // CHECK: %[[PX:.+]] = vector.load %{{.+}} : memref<2147483647xbf16, {{.*}}>, vector<8xbf16>
 // CHECK: scf.for %[[K0:.+]] = %c0 to %c2048 step %c128 iter_args(%{{.+}} = %{{.+}}, %[[CW:.+]] = %[[PW]], %{{.+}} = %{{.+}}, %[[CX:.+]] = %[[PX]], {{.*}}) -> (vector<4xf32>, vector<16xi8>, vector<16xi8>, vector<8xbf16>
@@ -189,7 +189,7 @@ func.func @tail(%x: tensor<2x?x200xbf16>, %w: tensor<2x40x200xf8E4M3FNUZ>,
 // CHECK: scf.yield
 func.func @prefetch(%x: tensor<16x?x2048xbf16>, %w: tensor<16x128x2048xf8E4M3FNUZ>,
                     %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 1,
       stages = 2, occupancy = 2>]} : tensor<16x?x2048xbf16>,
       tensor<16x128x2048xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>

@@ -3,7 +3,7 @@
 // V-up split 4 ways over its 4 K-groups: one group per workgroup, the partial
 // through the workspace (arg 10), an agent-scope arrival counter, and the
 // last arriver's reduction in split order 0..3.
-// CHECK-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_inf(
+// CHECK-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_inf(
 // CHECK-SAME: %{{[^:]+}}: memref<2147483647xbf16, #gpu.address_space<global>>, %[[Y:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
 // CHECK-SAME: %[[M:[^:]+]]: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64,
 // CHECK-SAME: %[[WSP:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>)
@@ -59,7 +59,7 @@
 // CHECK: gpu.return
 func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 16, block_n = 16, waves = 1, mfma = m16n16k32, split_k = 4,
       stages = 1, occupancy = 2>]} : tensor<16x?x512xbf16>,
       tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
@@ -71,7 +71,7 @@ func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // K = 456 (three full groups and a 72-column tail) split 2 ways: split s runs
 // the full groups [2 s, min(2 s + 2, 3)) in a loop with dynamic bounds (the
 // next group prefetched), and only the last split runs the partial group.
-// CHECK-LABEL: gpu.func @mla_fp8_n96_k456_g128_bf16_gfx942_m1_inf(
+// CHECK-LABEL: gpu.func @mla_fp8_n96_k456_g128_bf16_gfx942_r1_inf(
 // CHECK: %[[BX:.+]] = gpu.block_id  x
 // CHECK: %[[S:.+]] = arith.remui %[[BX]], %c2 : index
 // CHECK: scf.for %{{.+}} = %{{.+}} to %{{.+}} step %c128 iter_args(
@@ -87,7 +87,7 @@ func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // CHECK: llvm.fence syncscope("agent") acquire
 func.func @uneven(%x: tensor<4x?x456xbf16>, %w: tensor<4x96x456xf8E4M3FNUZ>,
                   %ws: tensor<1xf32>) -> tensor<4x?x96xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0,
       block_m = 16, block_n = 32, waves = 2, mfma = m16n16k32, split_k = 2,
       stages = 2, occupancy = 2>]} : tensor<4x?x456xbf16>,
       tensor<4x96x456xf8E4M3FNUZ>, tensor<1xf32> -> tensor<4x?x96xbf16>

@@ -6,18 +6,18 @@
 // CHECK: mlafp8.prequant_bmm
 // CHECK-LABEL: func.func @vsplit
 // CHECK: gpu.module @vup_kernels
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_32(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_256(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
 // CHECK-SAME: gpu.kernel
 // CHECK-SAME: rocdl.kernel
-// CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 256, 1, 1>
+// CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 128, 1, 1>
 // CHECK: rocdl.cvt.pk.fp8.f32
 // CHECK: rocdl.barrier
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m513_inf
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r4097_inf
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
 // Split-K (an explicit tile): agent-scope fences and counter.
 // CHECK: gpu.module @vsplit_kernels
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_m1_inf
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_inf
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
 // CHECK: llvm.fence syncscope("agent") release
 // CHECK: llvm.atomicrmw add %{{.+}}, %{{.+}} syncscope("agent") monotonic
@@ -31,8 +31,8 @@ func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 
 func.func @vsplit(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
                   %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1,
-      max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32,
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1,
+      max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32,
       split_k = 2, stages = 2, occupancy = 2>]} : tensor<16x?x512xbf16>,
       tensor<16x128x512xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x128xbf16>
   return %y : tensor<16x?x128xbf16>

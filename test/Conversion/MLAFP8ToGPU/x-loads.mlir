@@ -12,39 +12,44 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco > %t/gfx950/kup.s
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/vup_kernels.hsaco > %t/gfx950/vup.s
 // One group: K-up.
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m1_16 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_64 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m65_512 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m513_inf < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m17_64 < %t/gfx950/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=m257_inf < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_64 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r65_2048 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_8192 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r8193_inf < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_512 < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r513_2048 < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_16384 < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r16385_inf < %t/gfx950/kup.s
 // V-up: four groups as straight-line code, all loaded at once (stages = 4).
-// The 16x128 tiles of 4 waves (m33_512, m33_256) load twice the W of the
-// others: WIDE adds their 8 loads.
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m1_32 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,WIDE -DKERNEL=m33_512 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m513_inf < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m1_32 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,WIDE -DKERNEL=m33_256 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefix=UNROLLED -DKERNEL=m257_inf < %t/gfx950/vup.s
+// The 16x32 tiles of 2 waves (r1_256: 128 lanes, 16 per row) quantize their
+// 16 rows in 2 passes of 8, so they load twice the X of the others (TWOX adds
+// their 4 loads), and a branch skips the second pass when its rows lie past M
+// (the others, of one pass, have no branch at all, which ONEX checks).
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX -DKERNEL=r1_256 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r257_4096 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r4097_inf < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX -DKERNEL=r1_256 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r257_4096 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r4097_inf < %t/gfx950/vup.s
 // K = 2048 (16 groups, heuristic tiles with stages = 2): a loop.
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/vlong_kernels.hsaco > %t/gfx942/vlong.s
-// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m17_32 < %t/gfx942/vlong.s
-// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=m513_inf < %t/gfx942/vlong.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=r257_512 < %t/gfx942/vlong.s
+// RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=r8193_inf < %t/gfx942/vlong.s
 
-// K-up m65_512 (32x128, 4 waves: 256 lanes, 16 per row) quantizes its 32
-// rows in 2 passes of 16: both X loads precede the first branch, and a fence
-// pins them above their uses; the next kernel's label bounds the matches.
-// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m65_512(
+// K-up r8193_inf (128x256, 8 waves: 512 lanes, 16 per row) quantizes its 128
+// rows in 4 passes of 32: all four X loads precede the first branch, and a
+// fence pins them above their uses; the next kernel's label (the first V-up
+// kernel's) bounds the matches.
+// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_r8193_inf(
 // IR-NOT: scf.if
 // IR-COUNT-4: memref<2147483647xi8, #gpu.address_space<global>>, vector<16xi8>
 // IR-NOT: scf.if
-// IR-COUNT-2: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-COUNT-4: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
 // IR-NOT: {{scf.if|xbf16, #gpu.address_space<global>>, vector<8xbf16>}}
 // IR: amdgpu.sched_barrier allow = <none>
 // IR-NOT: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
 // IR: amdgpu.mfma
-// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_m513_inf(
+// IR-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_256(
 
 // One group: every load precedes the first wait or branch, and no load
 // follows it before the MFMAs. Before, each pass's loads sat in its branch
@@ -57,11 +62,12 @@
 // ONE: v_mfma
 
 // Straight-line groups: the 12 loads of the four groups (per group, two W
-// units and one X chunk per lane; the 16x128 tile's waves have 32 columns
-// each, four W units: 20 loads) are issued before any wait or branch; the
+// units and one X chunk per lane; the 16x32 tile's 128 lanes take two X
+// chunks each, 16 loads) are issued before any wait or branch; the
 // first wait leaves later groups in flight (a nonzero count); no load follows
-// it; every group is quantized into its own LDS copy before the one barrier,
-// and no barrier follows the MFMAs. Before, a loop's back-edge copies of the
+// it (a second pass's branch skips its quantization only); every group is
+// quantized into its own LDS copy before the one barrier, and no barrier
+// follows the MFMAs. Before, a loop's back-edge copies of the
 // prefetched registers waited for them (vmcnt(0)) in every iteration, and
 // each group cost two barriers.
 // UNROLLED: _[[KERNEL]]>:
@@ -89,25 +95,18 @@
 // UNROLLED: global_load_dwordx4
 // UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
 // UNROLLED: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
-// WIDE-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
-// WIDE: global_load_dwordx4
+// TWOX-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOX: global_load_dwordx4
+// TWOX-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOX: global_load_dwordx4
+// TWOX-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOX: global_load_dwordx4
+// TWOX-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOX: global_load_dwordx4
 // UNROLLED-NOT: {{global_load|s_cbranch|vmcnt|s_barrier|s_endpgm}}
 // UNROLLED: s_waitcnt vmcnt({{[1-9]}}
-// UNROLLED-NOT: {{global_load|s_cbranch|s_barrier|v_mfma|s_endpgm}}
+// ONEX-NOT: {{global_load|s_cbranch|s_barrier|v_mfma|s_endpgm}}
+// TWOX-NOT: {{global_load|s_barrier|v_mfma|s_endpgm}}
 // UNROLLED: s_barrier
 // UNROLLED-NOT: {{global_load|s_cbranch|s_barrier|s_endpgm}}
 // UNROLLED: v_mfma

@@ -260,16 +260,16 @@ func.func @f(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: 
 // -----
 
 func.func @f(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  // expected-error @+1 {{tiles must cover every M in order: tile 1 starts at M = 20, expected 17}}
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>, #mlafp8.tile<min_m = 20, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  // expected-error @+1 {{tiles must cover every row count B * M in order: tile 1 starts at rows = 20, expected 17}}
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 16, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>, #mlafp8.tile<min_rows = 20, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
 }
 
 // -----
 
 func.func @f(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  // expected-error @+1 {{tiles must cover every M in order: tile 0 starts at M = 2, expected 1}}
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 2, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  // expected-error @+1 {{tiles must cover every row count B * M in order: tile 0 starts at rows = 2, expected 1}}
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 2, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
 }
 
@@ -277,86 +277,86 @@ func.func @f(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: 
 
 func.func @f(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   // expected-error @+1 {{tile 0 split_k 2 exceeds the 1 K-groups}}
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 2, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 2, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
 }
 
 // -----
 
 func.func @f(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  // expected-error @+1 {{the last tile must have no upper bound on M (max_m = 0), got max_m = 64}}
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 64, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  // expected-error @+1 {{the last tile must have no upper bound on rows (max_rows = 0), got max_rows = 64}}
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 64, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
 }
 
 // -----
 
 func.func @f(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
-  // expected-error @+1 {{tile 1 follows a tile with no upper bound on M}}
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>, #mlafp8.tile<min_m = 2, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  // expected-error @+1 {{tile 1 follows a tile with no upper bound on rows}}
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>, #mlafp8.tile<min_rows = 2, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
 }
 
 // -----
 
-// expected-error @+1 {{min_m must be at least 1, got 0}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 0, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
+// expected-error @+1 {{min_rows must be at least 1, got 0}}
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 0, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
-// expected-error @+1 {{max_m must be 0 (unbounded) or at least min_m (8), got 4}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 8, max_m = 4, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
+// expected-error @+1 {{max_rows must be 0 (unbounded) or at least min_rows (8), got 4}}
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 8, max_rows = 4, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{block_m must be a positive multiple of the MFMA's 32 rows, got 16}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{block_n must be a positive multiple of the MFMA's 16 columns, got 40}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 40, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 40, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{waves must be between 1 and 16, got 0}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 0, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 0, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{block_m and block_n must be at most 4096, got 16x2147483648}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 2147483648, waves = 1, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 2147483648, waves = 1, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{a 256x256 block on 2 waves needs 512 accumulator registers per lane, more than 256}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 256, block_n = 256, waves = 2, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 256, block_n = 256, waves = 2, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{the 4 MFMA tiles of a 16x64 block cannot be shared evenly by 8 waves}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 8, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 8, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{split_k must be between 1 and 1024, got 0}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 0, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 0, stages = 1, occupancy = 2>} {
   return
 }
 
@@ -364,21 +364,21 @@ func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, 
 
 // The kernel ABI's bound: beyond it the workspace formulas could overflow.
 // expected-error @+1 {{split_k must be between 1 and 1024, got 1025}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1025, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1025, stages = 1, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{stages must be between 1 and 4 (deeper pipelines are not generated), got 5}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 5, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 5, occupancy = 2>} {
   return
 }
 
 // -----
 
 // expected-error @+1 {{occupancy must be 2 (the generator does not use it yet), got 4}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 4>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 4>} {
   return
 }
 
@@ -386,7 +386,7 @@ func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, 
 
 // expected-error @+2 {{unknown fp8 MFMA 'm8n8k64'; known: m16n16k32, m32n32k16, m16n16k128, m32n32k64}}
 // expected-error @+1 {{failed to parse MLAFP8_TileAttr parameter 'mfma'}}
-func.func @f() attributes {t = #mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m8n8k64, split_k = 1, stages = 1, occupancy = 2>} {
+func.func @f() attributes {t = #mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m8n8k64, split_k = 1, stages = 1, occupancy = 2>} {
   return
 }
 
@@ -402,6 +402,6 @@ func.func @kernels_without_tiles(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x12
 
 func.func @kernels_per_tile(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   // expected-error @+1 {{kernels must hold one symbol per tile (1), got 2}}
-  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_m = 1, max_m = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>], kernels = [@m::@k0, @m::@k1]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
+  %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 0, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>], kernels = [@m::@k0, @m::@k1]} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32> -> tensor<16x?x512xbf16>
   return %y : tensor<16x?x512xbf16>
 }

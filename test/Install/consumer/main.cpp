@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   const runtime::KernelEntry *kernel =
-      bundle->findKernel("gfx942", /*n=*/512, /*k=*/128, /*m=*/7);
+      bundle->findKernel("gfx942", /*n=*/512, /*k=*/128, /*m=*/7, /*b=*/16);
   if (!kernel)
     return 1;
   std::array<uint64_t, 3> grid = kernel->getGrid(/*m=*/7, /*b=*/16);

@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
   // DeepSeek-R1 TP8 K-up at M = 3: Y = X W^T with every element 1.
   const int64_t b = 16, m = 3, n = 512, k = 128;
   const runtime::KernelEntry *kernel =
-      bundle->findKernel("gfx942", n, k, m, "bf16", "per_tensor");
+      bundle->findKernel("gfx942", n, k, m, b, "bf16", "per_tensor");
   if (!kernel)
     return 1;
   std::vector<uint16_t> x(b * m * k, floatToBF16(1.0f)), y(b * m * n);

@@ -38,12 +38,12 @@ func.func @prequant_bmm_dynamic_batch(%x: tensor<?x?x128xbf16>, %w: tensor<?x512
 }
 
 // CHECK-LABEL: func.func @prequant_bmm_tiles
-// CHECK: mlafp8.prequant_bmm %{{.+}}, %{{.+}}, %{{.+}} bias %{{.+}} {tiles = [#mlafp8.tile<min_m = 1, max_m = 32, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>, #mlafp8.tile<min_m = 33, max_m = 0, block_m = 64, block_n = 64, waves = 4, mfma = m32n32k16, split_k = 1, stages = 2, occupancy = 2>], y_layout = #mlafp8<layout mb>} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32>, tensor<16x512xbf16> -> tensor<?x16x512xbf16>
+// CHECK: mlafp8.prequant_bmm %{{.+}}, %{{.+}}, %{{.+}} bias %{{.+}} {tiles = [#mlafp8.tile<min_rows = 1, max_rows = 32, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>, #mlafp8.tile<min_rows = 33, max_rows = 0, block_m = 64, block_n = 64, waves = 4, mfma = m32n32k16, split_k = 1, stages = 2, occupancy = 2>], y_layout = #mlafp8<layout mb>} : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32>, tensor<16x512xbf16> -> tensor<?x16x512xbf16>
 func.func @prequant_bmm_tiles(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>, %ws: tensor<1xf32>, %b: tensor<16x512xbf16>) -> tensor<?x16x512xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws bias %b {
     y_layout = #mlafp8<layout mb>,
-    tiles = [#mlafp8.tile<min_m = 1, max_m = 32, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>,
-             #mlafp8.tile<min_m = 33, max_m = 0, block_m = 64, block_n = 64, waves = 4, mfma = m32n32k16, split_k = 1, stages = 2, occupancy = 2>]
+    tiles = [#mlafp8.tile<min_rows = 1, max_rows = 32, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>,
+             #mlafp8.tile<min_rows = 33, max_rows = 0, block_m = 64, block_n = 64, waves = 4, mfma = m32n32k16, split_k = 1, stages = 2, occupancy = 2>]
   } : tensor<16x?x128xbf16>, tensor<16x512x128xf8E4M3FNUZ>, tensor<1xf32>, tensor<16x512xbf16> -> tensor<?x16x512xbf16>
   return %y : tensor<?x16x512xbf16>
 }

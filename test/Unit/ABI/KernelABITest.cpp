@@ -76,17 +76,17 @@ TEST(KernelABI, Symbols) {
   f.groupSize = 128;
   f.outType = "bf16";
   f.chip = "gfx942";
-  f.minM = 1;
-  f.maxM = 16;
+  f.minRows = 1;
+  f.maxRows = 256;
   EXPECT_EQ(kernel_abi::getKernelSymbol(f),
-            "mla_fp8_n512_k128_g128_bf16_gfx942_m1_16");
+            "mla_fp8_n512_k128_g128_bf16_gfx942_r1_256");
   f.perBatchScale = true;
   f.hasBias = true;
-  f.minM = 513;
-  f.maxM = 0;
+  f.minRows = 8193;
+  f.maxRows = 0;
   EXPECT_EQ(kernel_abi::getKernelSymbol(f),
-            "mla_fp8_n512_k128_g128_bf16_pb_bias_gfx942_m513_inf");
+            "mla_fp8_n512_k128_g128_bf16_pb_bias_gfx942_r8193_inf");
   f.inType = "f16";
   EXPECT_EQ(kernel_abi::getKernelSymbol(f),
-            "mla_fp8_n512_k128_g128_xf16_bf16_pb_bias_gfx942_m513_inf");
+            "mla_fp8_n512_k128_g128_xf16_bf16_pb_bias_gfx942_r8193_inf");
 }

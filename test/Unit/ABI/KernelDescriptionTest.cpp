@@ -73,19 +73,19 @@ TEST(KernelDescription, WeightScaleSpellings) {
             "per_batch");
 }
 
-TEST(KernelDescription, SymbolOfAnMRange) {
+TEST(KernelDescription, SymbolOfARangeOfRows) {
   KernelDescription d = kUpGfx942();
   EXPECT_EQ(kernel_abi::getKernelSymbol(kernel_abi::getNameFields(d, 1, 16)),
-            "mla_fp8_n512_k128_g128_bf16_gfx942_m1_16");
+            "mla_fp8_n512_k128_g128_bf16_gfx942_r1_16");
   d.weightScale = WeightScaleMode::PerBatch;
   d.hasBias = true;
   d.outType = "f16";
   EXPECT_EQ(kernel_abi::getKernelSymbol(kernel_abi::getNameFields(d, 513, 0)),
-            "mla_fp8_n512_k128_g128_f16_pb_bias_gfx942_m513_inf");
+            "mla_fp8_n512_k128_g128_f16_pb_bias_gfx942_r513_inf");
   // Kernels that differ only in the activation type share a code object.
   d.inType = "f16";
   EXPECT_EQ(kernel_abi::getKernelSymbol(kernel_abi::getNameFields(d, 513, 0)),
-            "mla_fp8_n512_k128_g128_xf16_f16_pb_bias_gfx942_m513_inf");
+            "mla_fp8_n512_k128_g128_xf16_f16_pb_bias_gfx942_r513_inf");
 }
 
 } // namespace

@@ -49,7 +49,8 @@ TEST(CacheKey, CoversEveryOptionThatChangesTheCode) {
   EXPECT_EQ(keyOf(other), key);
 
   std::vector<KernelSetOptions> changed(8, base);
-  changed[0].maxM = 512;
+  // 16 x 128 rows: gfx942 K-up's first two ranges only.
+  changed[0].maxM = 16;
   changed[1].weightScale = kernel_abi::WeightScaleMode::PerBatch;
   changed[2].outType = "f16";
   changed[3].groupSize = 64;
@@ -84,26 +85,43 @@ TEST(CacheKey, GroupFieldsThatChangeTheCode) {
   std::vector<KernelGroupSpec> changed = groups;
   changed[0].projection = "q_up";
   EXPECT_NE(computeChipCacheKey(changed, "gfx942"), key);
+  // A maxM that keeps fewer ranges; one that keeps the same ranges is the
+  // same code.
   changed = groups;
-  changed[0].maxM = 2048;
+  changed[0].maxM = 16;
   EXPECT_NE(computeChipCacheKey(changed, "gfx942"), key);
+  changed[0].maxM = 2048;
+  EXPECT_EQ(computeChipCacheKey(changed, "gfx942"), key);
   // A v5 and a v6 build never share an entry.
   changed = groups;
   for (KernelGroupSpec &group : changed)
     group.codeObjectVersion = 6;
   EXPECT_NE(computeChipCacheKey(changed, "gfx942"), key);
-  // B is a run-time value.
+  // B is a run-time value: only the largest batch, which with maxM gives
+  // the rows the ranges are planned for and so the ranges kept, changes the
+  // key, and only when it changes the ranges.
   changed = groups;
-  changed[0].batches = {1};
-  changed[0].tp = {128};
+  changed[0].batches = {changed[0].batches.front()};
+  changed[0].tp = {1};
   EXPECT_EQ(computeChipCacheKey(changed, "gfx942"), key);
+  changed[0].batches = {16};
+  EXPECT_EQ(computeChipCacheKey(changed, "gfx942"), key);
+  // 1024 rows keep only gfx942 K-up's first two ranges (1 to 64, 65 to
+  // 2048).
+  changed[0].batches = {1};
+  EXPECT_NE(computeChipCacheKey(changed, "gfx942"), key);
 }
 
 TEST(CacheKey, SerializesTheWholeDescription) {
   KernelGroupSpec group = r1Groups()[0];
-  EXPECT_EQ(serializeGroupForCache(group),
-            "projection=k_up max_m=1024 kernel=" +
-                kernel_abi::serialize(group.kernel) + " code_object_version=5");
+  std::string text = serializeGroupForCache(group);
+  EXPECT_EQ(text.substr(0, text.find(" tile=")),
+            "projection=k_up kernel=" + kernel_abi::serialize(group.kernel) +
+                " code_object_version=5");
+  // One tile per kernel of the group, with its range of rows.
+  EXPECT_NE(text.find(" tile=1-64:16x32x2:m16n16k32:1:1:2 tile=65-2048:"),
+            std::string::npos)
+      << text;
 }
 
 TEST(CacheKey, FingerprintNamesVersionsAndBinary) {

@@ -49,8 +49,8 @@ struct Case {
 std::string printTile(const TileConfig &t) {
   std::string mfma = t.mfma->shapeName.str();
   std::string stages = std::to_string(t.stages);
-  return "#mlafp8.tile<min_m = " + std::to_string(t.minM) +
-         ", max_m = " + std::to_string(t.maxM) +
+  return "#mlafp8.tile<min_rows = " + std::to_string(t.minRows) +
+         ", max_rows = " + std::to_string(t.maxRows) +
          ", block_m = " + std::to_string(t.blockM) +
          ", block_n = " + std::to_string(t.blockN) +
          ", waves = " + std::to_string(t.waves) + ", mfma = " + mfma +
@@ -131,7 +131,7 @@ runtime::KernelEntry describeKernel(const Case &c, const TileConfig &tile,
   d.weightScale = c.perBatch ? kernel_abi::WeightScaleMode::PerBatch
                              : kernel_abi::WeightScaleMode::PerTensor;
   d.hasBias = c.bias;
-  return runtime::makeKernelEntry(d, tile.minM, tile.maxM,
+  return runtime::makeKernelEntry(d, tile.minRows, tile.maxRows,
                                   tile.getLaunchShape(c.N), std::move(code));
 }
 
@@ -152,7 +152,9 @@ void runCaseImpl(const Case &c, int64_t &splitLaunches) {
   runtime::EmulatorLauncher launcher;
   for (int64_t M : c.ms) {
     SCOPED_TRACE("M = " + std::to_string(M));
-    const TileConfig *tile = findTileForM(tiles, M);
+    // M = 0 launches nothing: the lowest range's kernel describes it.
+    const TileConfig *tile =
+        findTileForRows(tiles, std::max<int64_t>(c.B * M, 1));
     ASSERT_NE(tile, nullptr);
     runtime::KernelEntry kernel = describeKernel(c, *tile, codeObject);
     runtime::VerifyProblem problem;

@@ -19,7 +19,7 @@ int64_t countWorkgroups(const TileConfig &tile, int64_t n, int64_t m,
   return grid[0] * grid[1] * grid[2];
 }
 
-/// Every selection covers M = 1.. without gaps, ends unbounded, fits the LDS
+/// Every selection covers rows = 1.. without gaps, ends unbounded, fits the LDS
 /// and splits K at most `maxSplitK` ways.
 void expectWellFormed(const TileSelection &selection, StringRef chip,
                       int64_t groupSize, int64_t maxSplitK = 1) {
@@ -28,7 +28,7 @@ void expectWellFormed(const TileSelection &selection, StringRef chip,
   ASSERT_FALSE(selection.tiles.empty());
   int64_t next = 1;
   for (const TileConfig &tile : selection.tiles) {
-    EXPECT_EQ(tile.minM, next);
+    EXPECT_EQ(tile.minRows, next);
     EXPECT_GE(tile.splitK, 1);
     EXPECT_LE(tile.splitK, maxSplitK);
     EXPECT_LE(kernel_abi::getLDSBytes(tile.blockM, groupSize),
@@ -41,9 +41,9 @@ void expectWellFormed(const TileSelection &selection, StringRef chip,
     context.loadDialect<MLAFP8Dialect>();
     EXPECT_TRUE(TileAttr::getChecked(
         [&] { return mlir::emitError(mlir::UnknownLoc::get(&context)); },
-        &context, tile.minM, tile.maxM, tile.blockM, tile.blockN, tile.waves,
-        tile.mfma, tile.splitK, tile.stages, tile.occupancy));
-    next = tile.maxM == 0 ? 0 : tile.maxM + 1;
+        &context, tile.minRows, tile.maxRows, tile.blockM, tile.blockN,
+        tile.waves, tile.mfma, tile.splitK, tile.stages, tile.occupancy));
+    next = tile.maxRows == 0 ? 0 : tile.maxRows + 1;
   }
   EXPECT_EQ(next, 0) << "the last tile must be unbounded";
 }
@@ -60,35 +60,53 @@ TEST(TileSelection, DeepSeekShapesComeFromTheTable) {
     }
 }
 
-TEST(TileSelection, SmallMSharesXAcrossWaves) {
-  // What timing model 2 chose (TileTable.cpp): at decode sizes every small-M
-  // tile quantizes its rows once for 64 or more columns, shared by at least
-  // two waves (more share the SIMDs and the CU's pipes); no tile splits K
-  // (its partials cost two round trips and HBM traffic), and V-up loads all
-  // four of its groups at once (stages = 4).
+TEST(TileSelection, DecodeLaunchesUseNarrowTiles) {
+  // What timing model 2 chose (TileTable.cpp): a decode launch (B = 8 to
+  // 128 heads, M = 1 to 16 tokens: at most 2048 rows) leaves CUs idle with
+  // any tile, so its tile takes the fewest rows a workgroup can (16, one
+  // MFMA block) and at least two waves; no tile splits K (its partials cost
+  // two round trips and HBM traffic), and V-up loads all four of its groups
+  // at once (stages = 4).
   for (StringRef chip : {"gfx942", "gfx950"})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}}) {
       auto selection = selectTiles(chip, n, k, 128);
       ASSERT_TRUE(static_cast<bool>(selection));
-      for (int64_t m : {1, 16, 17, 32, 33, 64}) {
-        const TileConfig *tile = findTileForM(selection->tiles, m);
+      for (int64_t rows : {1, 8, 16, 128, 256, 257, 1024, 2048}) {
+        const TileConfig *tile = findTileForRows(selection->tiles, rows);
         ASSERT_NE(tile, nullptr);
         SCOPED_TRACE(chip.str() + " N = " + std::to_string(n) +
-                     " M = " + std::to_string(m));
+                     " rows = " + std::to_string(rows));
+        EXPECT_EQ(tile->blockM, 16);
         EXPECT_GE(tile->waves, 2);
-        EXPECT_GE(tile->blockN, 64);
         EXPECT_EQ(tile->splitK, 1);
         EXPECT_EQ(tile->stages, n == 128 ? 4 : 1);
       }
     }
 }
 
-TEST(TileSelection, EveryMHasATile) {
+TEST(TileSelection, LargeLaunchesUseWideTiles) {
+  // Launches of several residency rounds (B * M of 16384 and up: 128 heads
+  // at M = 128) take the widest tiles, which quantize X least often.
+  for (StringRef chip : {"gfx942", "gfx950"})
+    for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}}) {
+      auto selection = selectTiles(chip, n, k, 128);
+      ASSERT_TRUE(static_cast<bool>(selection));
+      const TileConfig *tile = findTileForRows(selection->tiles, 16384);
+      ASSERT_NE(tile, nullptr);
+      SCOPED_TRACE(chip.str() + " N = " + std::to_string(n));
+      EXPECT_GE(tile->blockM, 32);
+      EXPECT_EQ(tile->waves, 8);
+      EXPECT_GE(tile->blockN, std::min<int64_t>(n, 256));
+    }
+}
+
+TEST(TileSelection, EveryRowCountHasATile) {
   auto selection = selectTiles("gfx942", 512, 128, 128);
   ASSERT_TRUE(static_cast<bool>(selection));
-  for (int64_t m : {1, 2, 16, 17, 64, 65, 1000, 1024, 1025, 100000})
-    EXPECT_NE(findTileForM(selection->tiles, m), nullptr) << m;
-  EXPECT_EQ(findTileForM(selection->tiles, 0), nullptr);
+  for (int64_t rows : std::initializer_list<int64_t>{
+           1, 2, 16, 17, 64, 65, 1000, 1024, 1025, 100000, int64_t(1) << 40})
+    EXPECT_NE(findTileForRows(selection->tiles, rows), nullptr) << rows;
+  EXPECT_EQ(findTileForRows(selection->tiles, 0), nullptr);
   EXPECT_EQ(countWorkgroups(selection->tiles.front(), 512, 0, 16), 0);
 }
 

@@ -35,18 +35,26 @@ using runtime::VerifyResult;
 
 namespace {
 
-/// The M values that exercise a kernel's range: its edges, one past them and
-/// the middle; an unbounded range is tried up to `limit`.
-std::vector<int64_t> mValuesFor(const KernelEntry &kernel, int64_t limit) {
-  int64_t lo = kernel.minM;
-  int64_t hi = kernel.maxM ? kernel.maxM : limit;
-  std::set<int64_t> ms = {lo, lo + 1, (lo + hi) / 2, hi};
-  if (lo == 1)
-    ms.insert(1);
-  std::vector<int64_t> result;
-  for (int64_t m : ms)
-    if (m >= lo && m <= hi)
-      result.push_back(m);
+/// The launches (B, M) that exercise a kernel's range of rows B * M: its
+/// first row count, one past it, the middle and the last (an unbounded range
+/// is tried up to `span` past its start). Above 4096 rows only the first two:
+/// the work grows with the rows, the coverage not. Each row count is split
+/// as B * M with the largest B of 16, 4, 2, 1 that divides it.
+std::vector<std::pair<int64_t, int64_t>> launchesFor(const KernelEntry &kernel,
+                                                     int64_t span) {
+  int64_t lo = kernel.minRows;
+  int64_t hi = kernel.maxRows ? kernel.maxRows : lo + span;
+  std::set<int64_t> rows = {lo, lo + 1, (lo + hi) / 2, hi};
+  std::vector<std::pair<int64_t, int64_t>> result;
+  for (int64_t r : rows) {
+    if (r < lo || r > hi || (r > 4096 && r > lo + 1))
+      continue;
+    for (int64_t b : {16, 4, 2, 1})
+      if (r % b == 0) {
+        result.push_back({b, r / b});
+        break;
+      }
+  }
   return result;
 }
 
@@ -97,20 +105,20 @@ TEST_P(DefaultSet, EveryKernelMatchesTheReference) {
     if (kernel.projection != projection)
       continue;
     ++kernels;
-    // Large M runs with one head: the work grows with M, the coverage not.
-    for (int64_t m : mValuesFor(kernel, /*limit=*/640)) {
+    for (auto [b, m] : launchesFor(kernel, /*span=*/640)) {
+      ASSERT_TRUE(kernel.serves(m, b)) << kernel.symbol;
       VerifyProblem p;
-      p.batch = m > 128 ? 1 : 2;
+      p.batch = b;
       p.m = m;
       p.seed = uint64_t(m);
       VerifyResult out = runtime::verifyKernel(launcher(), kernel, p);
-      EXPECT_TRUE(out.passed())
-          << out.error << kernel.symbol << " M=" << m << ": " << out.message;
-      EXPECT_EQ(out.outside, 0) << kernel.symbol << " M=" << m;
+      EXPECT_TRUE(out.passed()) << out.error << kernel.symbol << " B=" << b
+                                << " M=" << m << ": " << out.message;
+      EXPECT_EQ(out.outside, 0) << kernel.symbol << " B=" << b << " M=" << m;
     }
   }
-  // The tile table's M ranges (K-up four, V-up three, on both chips), for
-  // bf16 and for f16 activations.
+  // The tile table's ranges of rows (K-up four, V-up three, on both chips),
+  // for bf16 and for f16 activations.
   EXPECT_EQ(kernels, std::string(projection) == "k_up" ? 8 : 6);
 }
 
@@ -130,7 +138,7 @@ TEST(ServingLayouts, StridedXAndTransposedY) {
   for (const char *chip : {"gfx942", "gfx950"})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}})
       for (int64_t m : {1, 5, 40}) {
-        const KernelEntry *kernel = bundle.findKernel(chip, n, k, m);
+        const KernelEntry *kernel = bundle.findKernel(chip, n, k, m, 16);
         ASSERT_NE(kernel, nullptr);
         VerifyProblem p;
         p.batch = 16;
@@ -156,10 +164,13 @@ TEST(Options, PerBatchDescaleAndF16Output) {
     for (const KernelEntry &kernel : chip.kernels) {
       ASSERT_EQ(kernel.weightScale, kernel_abi::WeightScaleMode::PerBatch);
       ASSERT_EQ(kernel.outType, "f16");
-      for (int64_t m : {kernel.minM, kernel.minM + 3}) {
+      // B = 4 at the first M of the range and 3 past it.
+      int64_t first = (kernel.minRows + 3) / 4;
+      for (int64_t m : {first, first + 3}) {
         VerifyProblem p;
         p.batch = 4;
         p.m = m;
+        ASSERT_TRUE(kernel.serves(m, 4)) << kernel.symbol << " M=" << m;
         p.seed = 11;
         VerifyResult out = runtime::verifyKernel(launcher(), kernel, p);
         EXPECT_TRUE(out.passed())
@@ -180,15 +191,17 @@ TEST(Options, Bias) {
       withBias += kernel.hasBias;
       VerifyProblem p;
       p.batch = 3;
-      p.m = kernel.minM + 2;
+      p.m = (kernel.minRows + 2) / 3 + 2;
+      ASSERT_TRUE(kernel.serves(p.m, p.batch)) << kernel.symbol;
       p.seed = 13;
       VerifyResult out = runtime::verifyKernel(launcher(), kernel, p);
       EXPECT_TRUE(out.passed())
           << out.error << kernel.symbol << ": " << out.message;
     }
-  // M <= 32: K-up's ranges 1-16 and 17 and up, V-up's one range, per chip
-  // and activation type.
-  EXPECT_EQ(withBias, 12);
+  // M <= 32 at B = 128 (4096 rows): K-up's ranges 1-64, 65-2048 and 2049
+  // up on gfx942 (gfx950: 1-512, 513-2048, 2049 up), V-up's two (1-256, 257
+  // up), per chip and activation type.
+  EXPECT_EQ(withBias, 2 * 2 * (3 + 2));
 }
 
 /// K = 200 with groups of 128: the second group holds 72 columns, and its
@@ -200,7 +213,7 @@ TEST(Options, PartialLastGroup) {
   options.maxM = 16;
   const LoadedBundle &bundle = getBundle(options, "partial-group");
   for (const char *chip : {"gfx942", "gfx950"}) {
-    const KernelEntry *kernel = bundle.findKernel(chip, 512, 200, 9);
+    const KernelEntry *kernel = bundle.findKernel(chip, 512, 200, 9, 2);
     ASSERT_NE(kernel, nullptr);
     VerifyProblem p;
     p.batch = 2;
@@ -219,7 +232,7 @@ TEST(Options, NaNAndInfActivations) {
   const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
   for (const char *chip : {"gfx942", "gfx950"})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}}) {
-      const KernelEntry *kernel = bundle.findKernel(chip, n, k, 3);
+      const KernelEntry *kernel = bundle.findKernel(chip, n, k, 3, 2);
       ASSERT_NE(kernel, nullptr);
       VerifyProblem p;
       p.batch = 2;
@@ -235,7 +248,7 @@ TEST(Options, NaNAndInfActivations) {
 /// call, keeps every sentinel.
 TEST(Options, ZeroTokensWriteNothing) {
   const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
-  const KernelEntry *kernel = bundle.findKernel("gfx942", 128, 512, 0);
+  const KernelEntry *kernel = bundle.findKernel("gfx942", 128, 512, 0, 16);
   ASSERT_NE(kernel, nullptr);
   std::array<uint64_t, 3> grid = kernel->getGrid(/*m=*/0, /*b=*/16);
   EXPECT_EQ(grid[1], 0u);
@@ -270,7 +283,7 @@ namespace {
 /// descale where the reference applies B different ones.
 TEST(Verify, CatchesAWrongResult) {
   const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
-  const KernelEntry *kernel = bundle.findKernel("gfx942", 512, 128, 4);
+  const KernelEntry *kernel = bundle.findKernel("gfx942", 512, 128, 4, 3);
   ASSERT_NE(kernel, nullptr);
   KernelEntry mislabeled = *kernel;
   mislabeled.weightScale = kernel_abi::WeightScaleMode::PerBatch;
@@ -291,7 +304,7 @@ namespace {
 TEST(Verify, Fp32AccumulatorOverflowIsFlaggedNotAMismatch) {
   const LoadedBundle &bundle = getBundle(defaultOptions(), "default");
   for (const char *chip : {"gfx942", "gfx950"}) {
-    const KernelEntry *kernel = bundle.findKernel(chip, 512, 128, 4);
+    const KernelEntry *kernel = bundle.findKernel(chip, 512, 128, 4, 2);
     ASSERT_NE(kernel, nullptr);
     VerifyProblem p;
     p.batch = 2;

@@ -48,9 +48,9 @@ protected:
   TestBundle bundle;
 };
 
-const char *const kKUp16 = "mla_fp8_n64_k32_g128_bf16_gfx942_m1_16";
-const char *const kKUp32 = "mla_fp8_n64_k32_g128_bf16_gfx942_m17_32";
-const char *const kKUpInf = "mla_fp8_n64_k32_g128_bf16_gfx942_m33_inf";
+const char *const kKUp16 = "mla_fp8_n64_k32_g128_bf16_gfx942_r1_256";
+const char *const kKUp32 = "mla_fp8_n64_k32_g128_bf16_gfx942_r257_512";
+const char *const kKUpInf = "mla_fp8_n64_k32_g128_bf16_gfx942_r513_inf";
 
 TEST_F(BundleLoaderTest, LoadsEveryField) {
   llvm::Expected<LoadedBundle> loaded = loadBundle(bundle.dir);
@@ -62,12 +62,12 @@ TEST_F(BundleLoaderTest, LoadsEveryField) {
   ASSERT_EQ(loaded->chips.size(), 1u);
   const LoadedChip *chip = loaded->findChip("gfx942");
   ASSERT_NE(chip, nullptr);
-  // Three M ranges per projection, for bf16 and for f16 activations.
+  // Three ranges of rows per projection, for bf16 and for f16 activations.
   ASSERT_EQ(chip->kernels.size(), 12u);
   EXPECT_EQ(chip->codeObjectVersion, 5u);
   EXPECT_EQ(chip->kernels[6].inType, "f16");
   EXPECT_EQ(chip->kernels[6].symbol,
-            "mla_fp8_n64_k32_g128_xf16_bf16_gfx942_m1_16");
+            "mla_fp8_n64_k32_g128_xf16_bf16_gfx942_r1_256");
 
   const KernelEntry &e = chip->kernels[1];
   EXPECT_EQ(e.symbol, kKUp32);
@@ -94,8 +94,10 @@ TEST_F(BundleLoaderTest, LoadsEveryField) {
 TEST_F(BundleLoaderTest, LookupAtRangeEdges) {
   llvm::Expected<LoadedBundle> loaded = loadBundle(bundle.dir);
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
-  auto symbolFor = [&](int64_t m) -> std::string {
-    const KernelEntry *e = loaded->findKernel("gfx942", 64, 32, m);
+  // At B = 16 the rows 1-256, 257-512 and 513 up are M 1-16, 17-32 and 33
+  // up.
+  auto symbolFor = [&](int64_t m, int64_t b = 16) -> std::string {
+    const KernelEntry *e = loaded->findKernel("gfx942", 64, 32, m, b);
     return e ? e->symbol : "<none>";
   };
   EXPECT_EQ(symbolFor(1), kKUp16);
@@ -104,14 +106,26 @@ TEST_F(BundleLoaderTest, LookupAtRangeEdges) {
   EXPECT_EQ(symbolFor(32), kKUp32);
   EXPECT_EQ(symbolFor(33), kKUpInf);
   EXPECT_EQ(symbolFor(1 << 20), kKUpInf);
-  // M = 0 is not an error: the lowest range describes the empty launch.
+  // The rows decide, not M: B = 1 at M = 256, B = 2 at M = 129 (258 rows),
+  // B = 128 at M = 4 (512) and M = 5 (640).
+  EXPECT_EQ(symbolFor(256, 1), kKUp16);
+  EXPECT_EQ(symbolFor(129, 2), kKUp32);
+  EXPECT_EQ(symbolFor(4, 128), kKUp32);
+  EXPECT_EQ(symbolFor(5, 128), kKUpInf);
+  // B * M beyond every bound of a range (2^31 - 1 each): the unbounded one.
+  EXPECT_EQ(symbolFor((int64_t(1) << 31) - 1, (int64_t(1) << 31) - 1), kKUpInf);
+  // M = 0 or B = 0 is not an error: the lowest range describes the empty
+  // launch.
   EXPECT_EQ(symbolFor(0), kKUp16);
+  EXPECT_EQ(symbolFor(40, 0), kKUp16);
   EXPECT_EQ(symbolFor(-1), "<none>");
-  EXPECT_EQ(loaded->findKernel("gfx950", 64, 32, 1), nullptr);
-  EXPECT_EQ(loaded->findKernel("gfx942", 64, 32, 1, "f16"), nullptr);
-  EXPECT_EQ(loaded->findKernel("gfx942", 64, 32, 1, "bf16", "per_batch"),
+  EXPECT_EQ(symbolFor(1, -1), "<none>");
+  EXPECT_EQ(symbolFor(1, int64_t(1) << 31), "<none>");
+  EXPECT_EQ(loaded->findKernel("gfx950", 64, 32, 1, 16), nullptr);
+  EXPECT_EQ(loaded->findKernel("gfx942", 64, 32, 1, 16, "f16"), nullptr);
+  EXPECT_EQ(loaded->findKernel("gfx942", 64, 32, 1, 16, "bf16", "per_batch"),
             nullptr);
-  const KernelEntry *vUp = loaded->findKernel("gfx942", 32, 64, 5);
+  const KernelEntry *vUp = loaded->findKernel("gfx942", 32, 64, 5, 16);
   ASSERT_NE(vUp, nullptr);
   EXPECT_EQ(vUp->projection, "v_up");
 }
@@ -119,7 +133,7 @@ TEST_F(BundleLoaderTest, LookupAtRangeEdges) {
 TEST_F(BundleLoaderTest, GridAndLaunchChecks) {
   llvm::Expected<LoadedBundle> loaded = loadBundle(bundle.dir);
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
-  const KernelEntry *e = loaded->findKernel("gfx942", 64, 32, 20);
+  const KernelEntry *e = loaded->findKernel("gfx942", 64, 32, 20, 16);
   ASSERT_NE(e, nullptr);
   uint64_t x = (64 + e->blockN - 1) / e->blockN * e->splitK;
   uint64_t blockM = uint64_t(e->blockM);
@@ -138,10 +152,11 @@ TEST_F(BundleLoaderTest, GridAndLaunchChecks) {
 //===----------------------------------------------------------------------===//
 
 TEST_F(BundleLoaderTest, OlderSchemaIsRefusedNamingBothVersions) {
-  // Schema 1 had no digest file, schema 2 no argument names: the version is
-  // what is wrong, whatever else the manifest holds.
+  // Schema 1 had no digest file, schema 2 no argument names, schema 3
+  // ranges of M: the version is what is wrong, whatever else the manifest
+  // holds.
   ASSERT_FALSE(llvm::sys::fs::remove(bundle.path("manifest.sha256")));
-  for (int version : {1, 2}) {
+  for (int version : {1, 2, 3}) {
     SCOPED_TRACE(version);
     bundle.root()["schema_version"] = version;
     bundle.writeManifest(/*digest=*/false);
@@ -149,7 +164,7 @@ TEST_F(BundleLoaderTest, OlderSchemaIsRefusedNamingBothVersions) {
     EXPECT_NE(message.find("manifest.json: field 'schema_version': the "
                            "manifest has schema version " +
                            std::to_string(version) +
-                           "; this loader reads schema version 3 only. "
+                           "; this loader reads schema version 4 only. "
                            "Regenerate the bundle"),
               std::string::npos)
         << message;
@@ -257,25 +272,25 @@ static std::vector<Mutation> getMutations() {
        "field 'chips[0].kernels[1].in_type': expected one of"},
       {"symbol of the other projection's kernel",
        [](llvm::json::Object &k) {
-         k["symbol"] = "mla_fp8_n32_k64_g128_bf16_gfx942_m17_32";
+         k["symbol"] = "mla_fp8_n32_k64_g128_bf16_gfx942_r257_512";
        },
        "field 'chips[0].kernels[1].symbol': "
-       "'mla_fp8_n32_k64_g128_bf16_gfx942_m17_32' is not the kernel"},
+       "'mla_fp8_n32_k64_g128_bf16_gfx942_r257_512' is not the kernel"},
       {"n and symbol of the other projection's kernel",
        [](llvm::json::Object &k) {
-         k["symbol"] = "mla_fp8_n32_k64_g128_bf16_gfx942_m17_32";
+         k["symbol"] = "mla_fp8_n32_k64_g128_bf16_gfx942_r257_512";
          k["n"] = 32;
          k["k"] = 64;
        },
        "field 'chips[0].kernels[1].grid.x'"},
       {"a symbol the code object lacks",
        [](llvm::json::Object &k) {
-         k["symbol"] = "mla_fp8_n64_k32_g128_bf16_gfx942_m17_40";
-         k["max_m"] = 40;
-         (*k.getObject("tile"))["max_m"] = 40;
+         k["symbol"] = "mla_fp8_n64_k32_g128_bf16_gfx942_r257_600";
+         k["max_rows"] = 600;
+         (*k.getObject("tile"))["max_rows"] = 600;
        },
        "field 'chips[0].kernels[1].symbol': no kernel "
-       "'mla_fp8_n64_k32_g128_bf16_gfx942_m17_40' in gfx942.hsaco"},
+       "'mla_fp8_n64_k32_g128_bf16_gfx942_r257_600' in gfx942.hsaco"},
       {"huge kernarg_size",
        [](llvm::json::Object &k) { k["kernarg_size"] = int64_t(1) << 40; },
        "field 'chips[0].kernels[1].kernarg_size': expected an integer in"},
@@ -340,9 +355,9 @@ static std::vector<Mutation> getMutations() {
       {"fp8_type of the other chip",
        [](llvm::json::Object &k) { k["fp8_type"] = "f8E4M3FN"; },
        "field 'chips[0].kernels[1].fp8_type'"},
-      {"tile max_m not the kernel's",
-       [](llvm::json::Object &k) { (*k.getObject("tile"))["max_m"] = 0; },
-       "field 'chips[0].kernels[1].tile.max_m'"},
+      {"tile max_rows not the kernel's",
+       [](llvm::json::Object &k) { (*k.getObject("tile"))["max_rows"] = 0; },
+       "field 'chips[0].kernels[1].tile.max_rows'"},
       {"negative n", [](llvm::json::Object &k) { k["n"] = -64; },
        "field 'chips[0].kernels[1].n': expected an integer in [1, 65536]"},
       {"n as a string", [](llvm::json::Object &k) { k["n"] = "64"; },

@@ -159,7 +159,8 @@ TEST(LaunchGeometry, LauncherChecksTheKernelAgainstItsMetadata) {
   llvm::Expected<runtime::LoadedBundle> loaded =
       runtime::loadBundle(bundle.dir);
   ASSERT_TRUE(bool(loaded)) << llvm::toString(loaded.takeError());
-  const runtime::KernelEntry *kernel = loaded->findKernel("gfx942", 64, 32, 4);
+  const runtime::KernelEntry *kernel =
+      loaded->findKernel("gfx942", 64, 32, 4, 1);
   ASSERT_NE(kernel, nullptr);
   std::vector<uint16_t> x(4 * 32), y(4 * 64);
   std::vector<uint8_t> w(64 * 32);

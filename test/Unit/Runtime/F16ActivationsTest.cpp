@@ -52,12 +52,13 @@ const LoadedBundle &getBundle() {
 }
 
 const KernelEntry *findF16Kernel(const char *chip, int64_t n, int64_t k,
-                                 int64_t m) {
+                                 int64_t m, int64_t batch) {
   runtime::KernelQuery query;
   query.chip = chip;
   query.n = n;
   query.k = k;
   query.m = m;
+  query.batch = batch;
   query.inType = "f16";
   return getBundle().findKernel(query);
 }
@@ -92,11 +93,12 @@ TEST(F16Activations, OneKernelPerInTypeAndRange) {
       runtime::KernelQuery query;
       static_cast<kernel_abi::KernelDescription &>(query) = kernel;
       query.inType = isF16 ? "bf16" : "f16";
-      query.m = kernel.minM;
+      query.m = kernel.minRows;
+      query.batch = 1;
       const KernelEntry *twin = getBundle().findKernel(query);
       ASSERT_NE(twin, nullptr) << kernel.symbol;
-      EXPECT_EQ(twin->minM, kernel.minM);
-      EXPECT_EQ(twin->maxM, kernel.maxM);
+      EXPECT_EQ(twin->minRows, kernel.minRows);
+      EXPECT_EQ(twin->maxRows, kernel.maxRows);
       EXPECT_EQ(std::make_tuple(twin->blockM, twin->blockN, twin->waves,
                                 twin->splitK),
                 std::make_tuple(kernel.blockM, kernel.blockN, kernel.waves,
@@ -115,7 +117,7 @@ TEST(F16Activations, NaNAndInfRows) {
   for (const char *chip : {"gfx942", "gfx950"})
     for (auto [n, k] : kShapes)
       for (int64_t m : {3, 40}) {
-        const KernelEntry *kernel = findF16Kernel(chip, n, k, m);
+        const KernelEntry *kernel = findF16Kernel(chip, n, k, m, 2);
         ASSERT_NE(kernel, nullptr) << chip << " " << n << " " << k;
         VerifyProblem p;
         p.batch = 2;
@@ -132,7 +134,7 @@ TEST(F16Activations, RowScalesAndServingLayouts) {
   for (const char *chip : {"gfx942", "gfx950"})
     for (auto [n, k] : kShapes)
       for (int64_t m : {1, 17, 33}) {
-        const KernelEntry *kernel = findF16Kernel(chip, n, k, m);
+        const KernelEntry *kernel = findF16Kernel(chip, n, k, m, 16);
         ASSERT_NE(kernel, nullptr);
         VerifyProblem p;
         p.batch = 16;
@@ -150,7 +152,7 @@ TEST(F16Activations, RowScalesAndServingLayouts) {
 /// like the reference, without overflow in the scale.
 TEST(F16Activations, LargeValues) {
   for (const char *chip : {"gfx942", "gfx950"}) {
-    const KernelEntry *kernel = findF16Kernel(chip, 128, 512, 9);
+    const KernelEntry *kernel = findF16Kernel(chip, 128, 512, 9, 2);
     ASSERT_NE(kernel, nullptr);
     VerifyProblem p;
     p.batch = 2;
@@ -163,7 +165,7 @@ TEST(F16Activations, LargeValues) {
 /// The check is not vacuous for f16 kernels: an f16 kernel run on bf16 bits
 /// of the same values disagrees with the reference.
 TEST(F16Activations, CheckCatchesTheWrongInputType) {
-  const KernelEntry *kernel = findF16Kernel("gfx942", 512, 128, 5);
+  const KernelEntry *kernel = findF16Kernel("gfx942", 512, 128, 5, 2);
   ASSERT_NE(kernel, nullptr);
   KernelEntry mislabelled = *kernel;
   mislabelled.inType = "bf16";

@@ -42,7 +42,8 @@ struct TestBundleFiles {
 };
 
 /// Compiles the gfx942 kernels of a small model: k_up (N 64, K 32) and v_up
-/// (N 32, K 64), M ranges planned up to 64.
+/// (N 32, K 64) with 16 heads at TP 1, ranges planned up to M = 64 (1024
+/// rows: the heuristic's ranges 1-256, 257-512 and 513 up).
 inline const TestBundleFiles &getTestBundleFiles() {
   static const TestBundleFiles files = [] {
     TestBundleFiles result;
@@ -52,7 +53,7 @@ inline const TestBundleFiles &getTestBundleFiles() {
     options.cacheDir = MLAFP8_TEST_BUNDLE_CACHE;
     KernelSetOptions &ks = options.kernels;
     ks.model = "custom";
-    ks.dims = {/*heads=*/2, /*kvLoraRank=*/64, /*qkNopeHeadDim=*/32,
+    ks.dims = {/*heads=*/16, /*kvLoraRank=*/64, /*qkNopeHeadDim=*/32,
                /*vHeadDim=*/32};
     ks.tp = {1};
     ks.tpExplicit = true;

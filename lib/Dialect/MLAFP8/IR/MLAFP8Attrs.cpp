@@ -40,15 +40,16 @@ FailureOr<MfmaRecord> mlir::mlafp8::parseMfmaLayout(AsmParser &parser) {
 }
 
 LogicalResult TileAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               int64_t minM, int64_t maxM, int64_t blockM,
+                               int64_t minRows, int64_t maxRows, int64_t blockM,
                                int64_t blockN, int64_t waves,
                                const MfmaLayout *mfma, int64_t splitK,
                                int64_t stages, int64_t occupancy) {
-  if (minM < 1)
-    return emitError() << "min_m must be at least 1, got " << minM;
-  if (maxM != 0 && maxM < minM)
-    return emitError() << "max_m must be 0 (unbounded) or at least min_m ("
-                       << minM << "), got " << maxM;
+  if (minRows < 1)
+    return emitError() << "min_rows must be at least 1, got " << minRows;
+  if (maxRows != 0 && maxRows < minRows)
+    return emitError() << "max_rows must be 0 (unbounded) or at least "
+                          "min_rows ("
+                       << minRows << "), got " << maxRows;
   if (!mfma)
     return emitError() << "mfma must be an fp8 MFMA record";
   if (blockM < 1 || blockM % mfma->m != 0)

@@ -266,26 +266,27 @@ LogicalResult PrequantBmmOp::verify() {
     return success();
   if (tiles->empty())
     return emitOpError("tiles must hold at least one #mlafp8.tile");
-  int64_t nextM = 1;
+  int64_t nextRows = 1;
   for (auto [index, attr] : llvm::enumerate(*tiles)) {
     auto tile = cast<TileAttr>(attr);
-    if (nextM == 0)
+    if (nextRows == 0)
       return emitOpError() << "tile " << index
-                           << " follows a tile with no upper bound on M";
-    if (tile.getMinM() != nextM)
-      return emitOpError() << "tiles must cover every M in order: tile "
-                           << index << " starts at M = " << tile.getMinM()
-                           << ", expected " << nextM;
+                           << " follows a tile with no upper bound on rows";
+    if (tile.getMinRows() != nextRows)
+      return emitOpError() << "tiles must cover every row count B * M in "
+                              "order: tile "
+                           << index << " starts at rows = " << tile.getMinRows()
+                           << ", expected " << nextRows;
     if (tile.getSplitK() > getNumGroups())
       return emitOpError() << "tile " << index << " split_k "
                            << tile.getSplitK() << " exceeds the "
                            << getNumGroups() << " K-groups";
-    nextM = tile.getMaxM() == 0 ? 0 : tile.getMaxM() + 1;
+    nextRows = tile.getMaxRows() == 0 ? 0 : tile.getMaxRows() + 1;
   }
-  if (nextM != 0)
-    return emitOpError() << "the last tile must have no upper bound on M "
-                            "(max_m = 0), got max_m = "
-                         << nextM - 1;
+  if (nextRows != 0)
+    return emitOpError() << "the last tile must have no upper bound on rows "
+                            "(max_rows = 0), got max_rows = "
+                         << nextRows - 1;
   return success();
 }
 

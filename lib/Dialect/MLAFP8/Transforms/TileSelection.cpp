@@ -12,31 +12,31 @@ using namespace mlir;
 using namespace mlir::mlafp8;
 
 TileAttr TileConfig::toAttr(MLIRContext *context) const {
-  return TileAttr::get(context, minM, maxM, blockM, blockN, waves, mfma, splitK,
-                       stages, occupancy);
+  return TileAttr::get(context, minRows, maxRows, blockM, blockN, waves, mfma,
+                       splitK, stages, occupancy);
 }
 
-const TileConfig *mlir::mlafp8::findTileForM(ArrayRef<TileConfig> tiles,
-                                             int64_t m) {
+const TileConfig *mlir::mlafp8::findTileForRows(ArrayRef<TileConfig> tiles,
+                                                int64_t rows) {
   for (const TileConfig &tile : tiles)
-    if (tile.containsM(m))
+    if (tile.containsRows(rows))
       return &tile;
   return nullptr;
 }
 
-/// The batch the heuristic assumes when it sizes the grid: DeepSeek-class
-/// models at TP8 have 16 heads per rank; fewer heads only make narrow tiles
-/// more worthwhile.
+/// The batch the heuristic assumes when it turns a range of rows (B * M)
+/// into tokens per batch, to size blocks and the grid: DeepSeek-class models
+/// at TP8 have 16 heads per rank.
 static constexpr int64_t kAssumedBatch = 16;
 
-/// Picks one tile for the M range [minM, maxM] of a shape the table lacks:
-/// the widest N tile that still gives at least one workgroup per CU at the
-/// top of the range, the 32x32x16 MFMA for large blocks (gfx950: the f8f6f4
-/// forms of both), and a block that fits the chip's LDS.
+/// Picks one tile for the rows [minRows, maxRows] of a shape the table
+/// lacks: the widest N tile that still gives at least one workgroup per CU at
+/// the top of the range, the 32x32x16 MFMA for large blocks (gfx950: the
+/// f8f6f4 forms of both), and a block that fits the chip's LDS.
 static TileConfig pickTile(const ChipInfo &chip, int64_t n, int64_t groupSize,
-                           int64_t numGroups, int64_t minM, int64_t maxM,
+                           int64_t numGroups, int64_t minRows, int64_t maxRows,
                            int64_t blockM) {
-  int64_t topM = maxM == 0 ? 1024 : maxM;
+  int64_t topM = maxRows == 0 ? 1024 : maxRows / kAssumedBatch;
   // Both chips have these two; a group shorter than the small one's K needs
   // the large one.
   static const MfmaLayout *const small = lookupMfma("m16n16k32");
@@ -71,7 +71,7 @@ static TileConfig pickTile(const ChipInfo &chip, int64_t n, int64_t groupSize,
   int64_t waves = std::min<int64_t>(4, blockN / columns);
   // Prefetch the next K-group when there is one.
   int64_t stages = numGroups > 1 ? 2 : 1;
-  return {minM, maxM, blockM, blockN, waves, mfma, /*splitK=*/1, stages};
+  return {minRows, maxRows, blockM, blockN, waves, mfma, /*splitK=*/1, stages};
 }
 
 llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
@@ -96,17 +96,18 @@ llvm::Expected<TileSelection> mlir::mlafp8::selectTiles(StringRef chipName,
       return TileSelection{SmallVector<TileConfig>(entry.tiles),
                            TileSource::Table};
 
+  // Ranges of rows: kAssumedBatch times M = 1-16, 17-32, 33-64, ... 513 up.
   struct Range {
-    int64_t minM, maxM, blockM;
+    int64_t minRows, maxRows, blockM;
   };
   static constexpr Range ranges[] = {
-      {1, 16, 16},    {17, 32, 32},   {33, 64, 32}, {65, 128, 64},
-      {129, 256, 64}, {257, 512, 64}, {513, 0, 128}};
+      {1, 256, 16},     {257, 512, 32},   {513, 1024, 32}, {1025, 2048, 64},
+      {2049, 4096, 64}, {4097, 8192, 64}, {8193, 0, 128}};
   TileSelection selection{{}, TileSource::Heuristic};
   for (const Range &range : ranges) {
     TileConfig tile =
         pickTile(*chip, n, groupSize, llvm::divideCeil(k, groupSize),
-                 range.minM, range.maxM, range.blockM);
+                 range.minRows, range.maxRows, range.blockM);
     // Even the smallest block holds one whole K-group per row in LDS.
     int64_t lds = kernel_abi::getLDSBytes(tile.blockM, groupSize);
     if (lds > chip->ldsBytesPerWorkgroup)

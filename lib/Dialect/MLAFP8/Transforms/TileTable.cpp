@@ -1,10 +1,11 @@
-//===- TileTable.cpp - Tuned tiles per chip, (N, K) and M range
+//===- TileTable.cpp - Tuned tiles per chip, (N, K) and range of rows
 //------------===//
 //
-// One entry per kernel: {min_m, max_m (0 = unbounded), block_m, block_n, waves,
-// mfma, split_k, stages, occupancy}. The comment on each entry gives its
-// worst modelled ratio to the fastest candidate over the B and M it serves
-// (timing model 2, docs/timing-model.md; how below); the grid is
+// One entry per kernel: {min_rows, max_rows (0 = unbounded), block_m,
+// block_n, waves, mfma, split_k, stages, occupancy}, serving the launches of
+// min_rows <= B * M <= max_rows. The comment on each entry gives its worst
+// modelled ratio to the fastest candidate over the B and M it serves (timing
+// model 2, docs/timing-model.md; how below); the grid is
 // ceil(N / block_n) * split_k x ceil(M / block_m) x B.
 //
 // Decode kernels are bound by one workgroup's serial chain (its memory round
@@ -42,41 +43,49 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   static const MfmaLayout *const k32 = lookupMfma("m32n32k16");
 
   // Chosen with timing model 2 (docs/timing-model.md), which simulates the
-  // workgroups resident on a CU together: every candidate compiled and
-  // modelled at B = 8, 16, 32, 64, 128 and M = 1, 16, 32, ..., 1024 by
+  // workgroups resident on a CU together. Every candidate was compiled and
+  // modelled at B = 8, 16, 32, 64, 128 and M = 1, 4, 16, 32, ..., 1024 by
   //   mla-fp8-tile-sweep --chip C -N n -K k --batches 8,16,32,64,128 \
-  //       --ms 1,16,32,64,128,256,512,1024 --tile ... | bench/tile-choose.py -
-  // and, per M range, the tile whose worst ratio to the fastest candidate of
-  // the same (B, M) is smallest (bench/tile-choose.py). The figure after
-  // each entry is that worst ratio: one tile per M range serves every B,
-  // and the fastest tile is a function of the launch's rows B * M rather
-  // than of M (at B = 8 the tile that wins at B = 128 has 4x fewer rows per
-  // workgroup than it needs), which is what a choice by (B, M) would gain.
+  //       --ms 1,4,16,32,64,128,256,512,1024 --tile ... |
+  //   bench/tile-choose.py - --kernels 4
+  // (K-up candidates 16x32x1/2, 16x64x1/2/4, 16x128x2/4/8, 32x32x2,
+  // 32x64x2/4, 32x128x4/8, 64x128x8, 32x256x8 with the small MFMA, 64x256x8
+  // and 128x256x8 with the large; V-up 16x32x2, 16x64x2/4, 16x128x4/8,
+  // 32x64x4, 32x128x4/8, 64x128x8, all with stages = 4, and on gfx942 also
+  // 16x16x1 and 16x32x1). A kernel serves a range of launch rows, B * M: the
+  // fastest tile is a function of the rows rather than of M (at B = 8 the
+  // tile that wins at B = 128 has 4x fewer rows per workgroup than it
+  // needs), and tile-choose splits the sampled rows into at most four
+  // ranges so that the worst ratio of the range's tile to the fastest
+  // candidate at any (B, M) is least. The figure after each entry is that
+  // worst ratio over the cases of its range.
   //
   // What decides under this model: the waves of a workgroup share their
   // SIMDs and the CU's memory and LDS pipes, and its co-resident copies
-  // share them too, so 8-wave tiles no longer shorten a chain for free; a
-  // launch that leaves CUs idle (small B * M) wins with narrow tiles of 2 to
-  // 4 waves, spread over more CUs, and a launch of several rounds with the
-  // widest tiles, which quantize X least often.
+  // share them too; a launch that leaves CUs idle (few rows) wins with
+  // narrow tiles spread over more CUs, and a launch of several rounds with
+  // the widest tiles, which quantize X least often.
 
-  // gfx942 (MI300X: 304 CUs, 64 KiB LDS), K-up: N = 512, K = 128, one group.
+  // gfx942 (MI300X: 304 CUs, 64 KiB LDS), K-up: N = 512, K = 128, one
+  // group. Over the 45 cases the worst ratio is 1.078 and the mean 1.014;
+  // the table before, which chose by M alone, had 1.421 (B = 128, M = 512)
+  // and 1.118, and this one models 0.915x its time on average (0.704x to
+  // 1.034x).
   static const TileConfig gfx942KUp[] = {
-      {1, 16, 16, 64, 2, k16},     // 1.096 (was 16x128x8: 1.116)
-      {17, 64, 16, 128, 4, k16},   // 1.107 (32x128x8: 1.27 at M = 64)
-      {65, 512, 32, 128, 4, k16},  // 1.209 / 1.402 / 1.421 at M = 128 /
-                                   // 256 / 512 (32x128x8: 1.34 / 1.64)
-      {513, 0, 64, 256, 8, k32},   // 1.349 (128x256x8: 1.377)
+      {1, 64, 16, 32, 2, k16},       // 1.043
+      {65, 2048, 16, 128, 8, k16},   // 1.078 (16x64x4 at B = 32, M = 4)
+      {2049, 8192, 32, 256, 8, k16}, // 1.000
+      {8193, 0, 128, 256, 8, k32},   // 1.000
   };
 
   // gfx942, V-up: N = 128, K = 512, four groups, emitted as straight-line
   // code with all four groups' loads issued up front (stages = 4): one
-  // memory round trip per workgroup.
+  // memory round trip per workgroup. Worst 1.084, mean 1.018 (by M alone:
+  // 1.213 and 1.070; 0.956x its time on average, 0.824x to 1.084x).
   static const TileConfig gfx942VUp[] = {
-      {1, 32, 16, 64, 4, k16, 1, 4},    // 1.113 / 1.070 at M = 16 / 32
-      {33, 512, 16, 128, 4, k16, 1, 4}, // 1.165 to 1.213 (16x64x4: 1.18 to
-                                        // 1.24; 32x128x8: 1.24 at M = 512)
-      {513, 0, 32, 128, 8, k16, 1, 4},  // 1.084
+      {1, 256, 16, 32, 2, k16, 1, 4},    // 1.057
+      {257, 4096, 16, 64, 4, k16, 1, 4}, // 1.070
+      {4097, 0, 32, 128, 8, k16, 1, 4},  // 1.084
   };
 
   // gfx950 (MI355X: 256 CUs, 160 KiB LDS): the gfx942 tile shapes, each
@@ -104,21 +113,21 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   static const MfmaLayout *const k128 = lookupMfma("m16n16k128");
   static const MfmaLayout *const k64 = lookupMfma("m32n32k64");
 
-  // K-up: the gfx942 shapes with f8f6f4 MFMAs, the last range wider.
+  // K-up: worst 1.081, mean 1.023 (by M alone: 1.449 and 1.114; 0.927x its
+  // time on average, 0.690x to 1.005x).
   static const TileConfig gfx950KUp[] = {
-      {1, 16, 16, 64, 2, k128},    // 1.081 (was 16x128x8: 1.087)
-      {17, 64, 16, 128, 4, k128},  // 1.088 / 1.150 at M = 32 / 64
-      {65, 256, 32, 128, 4, k128}, // 1.172 / 1.449 at M = 128 / 256
-      {257, 0, 64, 256, 8, k64},   // 1.334 / 1.276 at M = 512 / 1024
-                                   // (128x256x8: 1.51 / 1.34)
+      {1, 512, 16, 64, 2, k128},       // 1.081
+      {513, 2048, 16, 128, 4, k128},   // 1.052
+      {2049, 16384, 32, 256, 8, k128}, // 1.005
+      {16385, 0, 128, 256, 8, k64},    // 1.000
   };
 
-  // V-up: the gfx942 shapes with 16x16x128 MFMAs, 32x128 from M = 257.
+  // V-up: worst 1.119, mean 1.019 (by M alone: 1.224 and 1.070; 0.956x its
+  // time on average, 0.838x to 1.059x).
   static const TileConfig gfx950VUp[] = {
-      {1, 32, 16, 64, 4, k128, 1, 4},    // 1.118 / 1.059 at M = 16 / 32
-      {33, 256, 16, 128, 4, k128, 1, 4}, // 1.154 / 1.194 (16x64x4: 1.18 /
-                                         // 1.71 at M = 64 / 256)
-      {257, 0, 32, 128, 8, k128, 1, 4},  // 1.224 / 1.119 at M = 512 / 1024
+      {1, 256, 16, 32, 2, k128, 1, 4},    // 1.053
+      {257, 4096, 16, 64, 4, k128, 1, 4}, // 1.059
+      {4097, 0, 32, 128, 8, k128, 1, 4},  // 1.119
   };
 
   static const TileTableEntry table[] = {

@@ -34,10 +34,11 @@ def MLAFP8_MfmaParameter : AttrParameter<"::mlir::mlafp8::MfmaRecord",
 }
 
 def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
-  let summary = "kernel tile configuration for one range of M";
+  let summary = "kernel tile configuration for one range of launch rows (B x M)";
   let description = [{
-    How one kernel of a `prequant_bmm` is tiled, and for which token counts it is used:
-    the kernel serves `min_m <= M <= max_m` (`max_m = 0`: no upper bound).
+    How one kernel of a `prequant_bmm` is tiled, and for which launches it is used: the
+    kernel serves the calls whose rows, batch times tokens, lie in
+    `min_rows <= B * M <= max_rows` (`max_rows = 0`: no upper bound).
 
     - `block_m` x `block_n`: the output tile one workgroup computes;
     - `waves`: wavefronts (64 lanes) per workgroup;
@@ -51,13 +52,13 @@ def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
       for; the generator does not use it yet, so only its default, 2, is accepted.
 
     ```mlir
-    #mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 64, waves = 4,
+    #mlafp8.tile<min_rows = 1, max_rows = 256, block_m = 16, block_n = 64, waves = 4,
                  mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>
     ```
   }];
   let parameters = (ins
-    "int64_t":$min_m,
-    "int64_t":$max_m,
+    "int64_t":$min_rows,
+    "int64_t":$max_rows,
     "int64_t":$block_m,
     "int64_t":$block_n,
     "int64_t":$waves,
@@ -69,14 +70,14 @@ def MLAFP8_TileAttr : MLAFP8_Attr<"Tile", "tile"> {
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Whether `m` tokens are served by this tile.
-    bool containsM(int64_t m) const {
-      return m >= getMinM() && (getMaxM() == 0 || m <= getMaxM());
+    /// Whether a launch of `rows` = B * M rows is served by this tile.
+    bool containsRows(int64_t rows) const {
+      return rows >= getMinRows() && (getMaxRows() == 0 || rows <= getMaxRows());
     }
   }];
 }
 
 def MLAFP8_TileArrayAttr : TypedArrayAttrBase<MLAFP8_TileAttr,
-    "array of #mlafp8.tile, one per M range">;
+    "array of #mlafp8.tile, one per range of rows">;
 
 #endif // MLAFP8_ATTRS

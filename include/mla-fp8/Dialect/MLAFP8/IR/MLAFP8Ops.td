@@ -76,10 +76,10 @@ def MLAFP8_PrequantBmmOp : MLAFP8_Op<"prequant_bmm", [Pure]> {
     `group_quant` followed by `scaled_bmm` as one operation: `x` is bf16/f16 and is
     quantized to `w`'s fp8 format inside the kernel, per row and per group of
     `group_size` columns. Attributes as on `scaled_bmm`; `tiles`, when present, holds one
-    `#mlafp8.tile` per range of M, sorted, covering every M from 1 up (the last range is
-    unbounded). `mlafp8-select-tiles` attaches them; `convert-mlafp8-to-gpu` needs them
+    `#mlafp8.tile` per range of launch rows (B x M), sorted, covering every row count from
+    1 up (the last range is unbounded). `mlafp8-select-tiles` attaches them; `convert-mlafp8-to-gpu` needs them
     and sets `kernels`: one `@module::@kernel` reference per tile, in the same order,
-    naming the kernel that serves the tile's M range.
+    naming the kernel that serves the tile's range of rows.
 
     ```mlir
     %y = mlafp8.prequant_bmm %x, %w, %ws {group_size = 128 : i64}

@@ -29,13 +29,14 @@ def MLAFP8FusePrequantPass : Pass<"mlafp8-fuse-prequant"> {
 }
 
 def MLAFP8SelectTilesPass : Pass<"mlafp8-select-tiles"> {
-  let summary = "attach the per-M-range tile configurations to each prequant_bmm";
+  let summary = "attach the tile configurations, one per range of launch rows, to each prequant_bmm";
   let description = [{
     Sets the `tiles` attribute of every `mlafp8.prequant_bmm` that has none, from
     the tuned table in `TileTable.cpp` (keyed by chip, N, K and group size, one
-    entry per M range) or, for shapes the table lacks, from a heuristic that
-    keeps small M from leaving most of the chip idle (narrow N tiles) and grows
-    the tile with M. An op that already has `tiles` is left alone. The same
+    entry per range of rows B x M, the launch's batch times its tokens) or, for
+    shapes the table lacks, from a heuristic that keeps small launches from
+    leaving most of the chip idle (narrow N tiles) and grows the tile with the
+    rows. An op that already has `tiles` is left alone. The same
     selection is available as `mlir::mlafp8::selectTiles` (TileSelection.h).
 
     Split-K is never selected: combining partial sums across workgroups needs
@@ -54,7 +55,7 @@ def MLAFP8SelectTilesPass : Pass<"mlafp8-select-tiles"> {
     After (`chip=gfx942`):
     ```mlir
     %y = mlafp8.prequant_bmm %x, %w, %ws {tiles = [
-        #mlafp8.tile<min_m = 1, max_m = 16, block_m = 16, block_n = 16, ...>,
+        #mlafp8.tile<min_rows = 1, max_rows = 256, block_m = 16, block_n = 64, ...>,
         ...]} : ...
     ```
   }];

@@ -1,10 +1,10 @@
 //===- TileSelection.h - Tile configurations per chip, shape and M -*- C++
 //-*-===//
 //
-// The C++ face of `mlafp8-select-tiles`: which kernels (one per M range) a
-// prequant_bmm of a given (N, K, group size) gets on a chip. The AOT generator
-// calls it to list the kernels and their M ranges; the pass attaches the same
-// list to the op as `#mlafp8.tile`s.
+// The C++ face of `mlafp8-select-tiles`: which kernels (one per range of
+// launch rows, B x M) a prequant_bmm of a given (N, K, group size) gets on a
+// chip. The AOT generator calls it to list the kernels and their ranges; the
+// pass attaches the same list to the op as `#mlafp8.tile`s.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,11 +20,11 @@
 
 namespace mlir::mlafp8 {
 
-/// One kernel's tiling, for the token counts `minM <= M <= maxM` (`maxM` 0:
-/// unbounded). Mirrors `#mlafp8.tile`.
+/// One kernel's tiling, for the launches of `minRows <= B * M <= maxRows`
+/// rows (`maxRows` 0: unbounded). Mirrors `#mlafp8.tile`.
 struct TileConfig {
-  int64_t minM;
-  int64_t maxM;
+  int64_t minRows;
+  int64_t maxRows;
   int64_t blockM;
   int64_t blockN;
   int64_t waves;
@@ -33,9 +33,9 @@ struct TileConfig {
   int64_t stages = 1;
   int64_t occupancy = kTileOccupancy;
 
-  /// Whether `m` tokens are served by this tile.
-  bool containsM(int64_t m) const {
-    return m >= minM && (maxM == 0 || m <= maxM);
+  /// Whether a launch of `rows` = B * M rows is served by this tile.
+  bool containsRows(int64_t rows) const {
+    return rows >= minRows && (maxRows == 0 || rows <= maxRows);
   }
   /// The attribute form.
   TileAttr toAttr(MLIRContext *context) const;
@@ -53,8 +53,8 @@ enum class TileSource {
   Heuristic,
 };
 
-/// A complete selection: tiles sorted by M, covering every M >= 1, the last
-/// one unbounded.
+/// A complete selection: tiles sorted by rows, covering every row count >= 1,
+/// the last one unbounded.
 struct TileSelection {
   SmallVector<TileConfig> tiles;
   TileSource source;
@@ -67,8 +67,8 @@ struct TileSelection {
 llvm::Expected<TileSelection> selectTiles(StringRef chip, int64_t n, int64_t k,
                                           int64_t groupSize);
 
-/// The tile of `tiles` that serves `m` tokens, or null.
-const TileConfig *findTileForM(ArrayRef<TileConfig> tiles, int64_t m);
+/// The tile of `tiles` that serves a launch of `rows` = B * M rows, or null.
+const TileConfig *findTileForRows(ArrayRef<TileConfig> tiles, int64_t rows);
 
 } // namespace mlir::mlafp8
 
