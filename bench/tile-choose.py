@@ -149,6 +149,10 @@ def main():
     times, columns = parse_sweep(text)
     batches = sorted({b for b, _ in columns})
     best = {c: min(r[c] for r in times.values()) for c in columns}
+    zero = next((c for c in columns if best[c] <= 0), None)
+    if zero:
+        sys.exit(f"tile-choose: a time at B = {zero[0]}, M = {zero[1]} is "
+                 f"not positive: not tile-sweep output")
     print("fastest candidate per (B, M):")
     for m in sorted({m for _, m in columns}):
         cells = [f"B{b} {min(times, key=lambda t: times[t][(b, m)])} "

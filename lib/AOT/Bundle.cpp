@@ -93,6 +93,17 @@ planChipKernels(const std::vector<KernelGroupSpec> &groups,
     for (const TileConfig &tile : *tiles) {
       std::string symbol = kernel_abi::getKernelSymbol(
           kernel_abi::getNameFields(g.kernel, tile.minRows, tile.maxRows));
+      // A symbol names the description and the range, not the tile: two
+      // groups of one GEMM (K-up and V-up when the dimensions are equal)
+      // tiled differently would define one symbol twice.
+      for (const BundleKernel &other : kernels)
+        if (other.symbol == symbol &&
+            tileToJSON(other.tile) != tileToJSON(tile))
+          return makeError(llvm::formatv(
+              "{0} and {1} are the same GEMM on {2} but tiled differently "
+              "(--tile), so both would define kernel '{3}': give both "
+              "projections the same --tile, or neither",
+              other.group.projection, g.projection, chip, symbol));
       kernels.push_back({symbol, g, tile, {}, {}});
     }
   }
@@ -164,16 +175,25 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   ChipBundle bundle;
   bundle.chip = chipName.str();
   bundle.cacheKey = key;
-  // Groups alike in their kernel description and planned M (K-up and V-up
-  // when kv_lora_rank == qk_nope_head_dim == v_head_dim) define the same
-  // kernels, so only the first of them is compiled. Index of the group whose
-  // compilation serves each group:
+  // Groups alike in their kernel description and their tiles (K-up and V-up
+  // when kv_lora_rank == qk_nope_head_dim == v_head_dim, unless --tile gives
+  // one of them its own) define the same kernels, so only the first of them
+  // is compiled. Index of the group whose compilation serves each group:
+  auto tilesOf = [](const KernelGroupSpec &group) {
+    llvm::json::Array tiles;
+    if (llvm::Expected<SmallVector<TileConfig>> list = getGroupTiles(group))
+      for (const TileConfig &tile : *list)
+        tiles.push_back(tileToJSON(tile));
+    else
+      llvm::consumeError(list.takeError());
+    return llvm::json::Value(std::move(tiles));
+  };
   std::vector<size_t> source(chipGroups.size());
   for (size_t i = 0; i < chipGroups.size(); ++i) {
     source[i] = i;
     for (size_t j = 0; j < i; ++j)
       if (chipGroups[j]->kernel == chipGroups[i]->kernel &&
-          chipGroups[j]->getPlannedRows() == chipGroups[i]->getPlannedRows()) {
+          tilesOf(*chipGroups[j]) == tilesOf(*chipGroups[i])) {
         source[i] = j;
         break;
       }

@@ -61,7 +61,7 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
     `force` also replaces a bundle that holds other files (deleting them),
     never a directory that is not a bundle. `tiles` maps a projection
     ("k_up", "v_up") to an explicit tile "BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]"
-    that serves every M of it instead of the tile table (as `--tile`).
+    that serves every launch of it instead of the tile table (as `--tile`).
 
     The options are resolved and checked by the same code as mla-fp8-aot's
     (lib/AOT/Options.cpp): a bad value raises ValueError with the message the

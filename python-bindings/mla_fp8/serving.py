@@ -164,7 +164,7 @@ def _find_kernel(bundle, chip, n, k, m, batch, out_type, w_scale,
         return kernel
 
     def reason():
-        return _miss_reason(bundle, chip, n, k, m, out_type, w_scale,
+        return _miss_reason(bundle, chip, n, k, m, batch, out_type, w_scale,
                             group_size, in_type, chip_source, has_bias)
 
     if chip not in CHIP_FP8_FORMATS:
@@ -179,7 +179,7 @@ def _find_kernel(bundle, chip, n, k, m, batch, out_type, w_scale,
     raise ValueError(reason()[1] + _missing.hint(bundle, miss))
 
 
-def _miss_reason(bundle, chip, n, k, m, out_type, w_scale, group_size,
+def _miss_reason(bundle, chip, n, k, m, batch, out_type, w_scale, group_size,
                  in_type, chip_source, has_bias):
     """(argument, message) saying why the bundle has no kernel."""
     if chip not in bundle.chips:
@@ -207,8 +207,9 @@ def _miss_reason(bundle, chip, n, k, m, out_type, w_scale, group_size,
             f"bias: the bundle's kernels for N={n}, K={k} on {chip} were "
             + ("generated without a bias" if has_bias else
                "all generated with a bias"))
-    return "WQ", (f"WQ: the bundle has no kernel for N={n}, K={k}, M={m} on "
-                  f"{chip} with these options")
+    return "WQ", (f"WQ: the bundle has no kernel for N={n}, K={k}, B={batch}, "
+                  f"M={m} (B * M = {batch * m} rows) on {chip} with these "
+                  f"options")
 
 
 def _w_scale_mode(count, batch):

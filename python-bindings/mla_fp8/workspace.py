@@ -34,7 +34,7 @@ import os
 import sys
 import threading
 
-from . import hip
+from . import _abi, hip
 from ._checks import check_int
 from .bundle import Bundle, load_bundle
 
@@ -321,8 +321,8 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
         current stream.
       max_m: the largest M the calls use; None: the bundle's max_m.
       bundle: a Bundle or a directory; None: the drop-in's (get_bundle()).
-      batch: the largest B (heads per rank); None: the largest the bundle's
-        split-K kernels were generated for.
+      batch: the largest B (heads per rank, at most 65536); None: the
+        largest the bundle's split-K kernels were generated for.
       captures: how many graph captures get a workspace of their own: the
         number of graphs whose capture launches a split-K kernel (the
         default bundle has none; `--tile` bundles may).
@@ -348,7 +348,9 @@ def prepare(device=None, streams=None, max_m=None, bundle=None, *,
                       minimum=1)
     captures = check_int(captures, "captures", minimum=0)
     if batch is not None:
-        batch = check_int(batch, "batch", minimum=1)
+        # B is heads per rank: at most the largest model dimension.
+        batch = check_int(batch, "batch", minimum=1,
+                          maximum=_abi.MAX_MANIFEST_N)
     # Every argument and the capture state are checked first, also for a
     # bundle without split-K kernels, which reserves nothing.
     torch = sys.modules.get("torch")

@@ -86,6 +86,7 @@ def any_bundle(request, fake):
     (dict(streams=[FakeStream(1, FakeDevice("cuda", 1))]), ValueError,
      "^streams: a stream of cuda:1, not of device 0"),
     (dict(batch=0), ValueError, "^batch: expected at least 1"),
+    (dict(batch=65537), ValueError, "^batch: expected at most 65536"),
 ])
 def test_prepare_checks_arguments_with_any_bundle(fake, any_bundle, kwargs,
                                                    error, pattern):

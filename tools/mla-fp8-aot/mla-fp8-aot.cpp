@@ -198,21 +198,19 @@ static llvm::Error verifyBundle(llvm::StringRef dir, bool quietRun) {
   double worstUlp = 0;
   for (const runtime::LoadedChip &chip : bundle->chips)
     for (const runtime::KernelEntry &kernel : chip.kernels) {
-      // The first, middle and last rows of the kernel's range (64 past its
-      // start when unbounded), each as B * M at the largest B of 1, 2, 4
-      // that keeps the launch inside the range.
+      // The first, middle and last rows of the kernel's range (63 past its
+      // start when unbounded), each exactly, as B * M with the largest B of
+      // 4, 2, 1 that divides it.
       int64_t lo = kernel.minRows;
       int64_t hi = kernel.maxRows ? kernel.maxRows : lo + 63;
       std::vector<std::pair<int64_t, int64_t>> launches;
       for (int64_t rows : {lo, lo + (hi - lo) / 2, hi})
-        for (int64_t b : {4, 2, 1}) {
-          int64_t m = std::max<int64_t>(rows / b, 1);
-          if (b * m >= lo && b * m <= hi) {
-            if (!llvm::is_contained(launches, std::make_pair(b, m)))
-              launches.push_back({b, m});
+        for (int64_t b : {4, 2, 1})
+          if (rows % b == 0) {
+            if (!llvm::is_contained(launches, std::make_pair(b, rows / b)))
+              launches.push_back({b, rows / b});
             break;
           }
-        }
       for (auto [b, m] : launches) {
         runtime::VerifyProblem problem;
         problem.batch = b;

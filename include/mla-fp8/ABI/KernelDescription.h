@@ -3,7 +3,7 @@
 // The one description of a prequant-bmm kernel from the command line to
 // Python: its shape, formats, epilogue and chip. AOT's kernel groups, the
 // loaded bundle's KernelEntry and KernelQuery, and the embedding API hold
-// it. Together with an M range (the tile table gives the tile of each range)
+// it. Together with a range of rows (the tile table gives the tile of each range)
 // it decides the kernel's code and symbol. Everything that goes over the
 // fields goes through forEachField(): the serialization (the cache key hashes
 // it), the equality (kernel lookups and the loader's overlap check use it)
@@ -47,7 +47,7 @@ std::string_view stringifyWeightScaleMode(WeightScaleMode mode);
 /// "per-batch"; nullopt for anything else.
 std::optional<WeightScaleMode> parseWeightScaleMode(std::string_view text);
 
-/// What decides one kernel's code besides its M range. Field names in
+/// What decides one kernel's code besides its range of rows. Field names in
 /// forEachField() are the manifest's keys.
 struct KernelDescription {
   /// The target, e.g. "gfx942".

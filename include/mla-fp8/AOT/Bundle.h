@@ -2,7 +2,7 @@
 //
 // A bundle is a directory: one code object per chip holding every kernel of
 // that chip (<chip>.hsaco), manifest.json describing each kernel (symbol,
-// shape, M range, tile, launch geometry, kernarg layout, resources, hash),
+// shape, range of rows B * M, tile, launch geometry, kernarg layout, resources, hash),
 // manifest.sha256 (the manifest's digest, in sha256sum's format) and
 // mla_fp8_kernels.h, the same table for C/C++ embedders. docs/manifest.md
 // documents the manifest schema; Publish.h how a bundle replaces another.
@@ -32,7 +32,7 @@ namespace mlir::mlafp8 {
 struct BundleKernel {
   std::string symbol;
   KernelGroupSpec group;
-  /// The M range and tiling of this kernel.
+  /// The range of rows (B * M) and tiling of this kernel.
   TileConfig tile;
   KernelMetadata metadata;
   KernelInstructionStats stats;

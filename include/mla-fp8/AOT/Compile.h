@@ -21,7 +21,7 @@ namespace mlir::mlafp8 {
 /// A kernel group lowered to LLVM IR.
 struct CompiledGroup {
   std::unique_ptr<llvm::Module> module;
-  /// The kernels the module defines, with the M range and tile of each.
+  /// The kernels the module defines, with the range of rows and tile of each.
   std::vector<std::pair<std::string, TileConfig>> kernels;
 };
 

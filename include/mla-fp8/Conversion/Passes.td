@@ -12,10 +12,10 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     `mlafp8-select-tiles`), creates `gpu.module @<func>_kernels` (the module
     becomes a `gpu.container_module`) holding one `gpu.func` kernel per tile,
     named as `kernel_abi::getKernelSymbol` says, e.g.
-    `mla_fp8_n512_k128_g128_bf16_gfx942_m1_16`. The host function is left in
+    `mla_fp8_n512_k128_g128_bf16_gfx942_r1_64`. The host function is left in
     place: the op gets its `kernels` attribute, an array of `@module::@kernel`
     symbol references parallel to `tiles`, that tells a launcher which kernel
-    serves which M range. The kernel ABI (argument order, kernarg offsets, grid,
+    serves which range of launch rows (B * M). The kernel ABI (argument order, kernarg offsets, grid,
     workspace) is `ABI/KernelABI.h`; the kernel's geometry is `KernelPlan.h`,
     read from the tile and its MFMA record (`Hardware/Mfma.h`).
 

@@ -115,7 +115,7 @@ struct CompileSpecResult {
   std::vector<CompiledKernel> kernels;
 };
 
-/// Compiles the kernels of one shape (one per M range) into a code object.
+/// Compiles the kernels of one shape (one per range of launch rows, B * M) into a code object.
 CompileSpecResult compileSpec(const CompileSpecOptions &options);
 
 /// Kernel groups lowered by this process so far (AOT/Compile.h).
