@@ -17,7 +17,7 @@ BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 JOBS=${JOBS:-$(nproc)}
 LLVM_PREFIX=/usr/lib/llvm-22
 PACKAGES=(llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools lld-22 liblld-22-dev
-  libgtest-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-pip ninja-build
+  libgtest-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-pip python3-matplotlib ninja-build
   cmake g++ zlib1g-dev libzstd-dev)
 
 install_deps() {
