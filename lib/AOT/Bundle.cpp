@@ -179,21 +179,22 @@ llvm::Expected<ChipBundle> mlir::mlafp8::buildChipBundle(
   // when kv_lora_rank == qk_nope_head_dim == v_head_dim, unless --tile gives
   // one of them its own) define the same kernels, so only the first of them
   // is compiled. Index of the group whose compilation serves each group:
-  auto tilesOf = [](const KernelGroupSpec &group) {
+  std::vector<llvm::json::Value> tilesOf;
+  for (const KernelGroupSpec *group : chipGroups) {
     llvm::json::Array tiles;
-    if (llvm::Expected<SmallVector<TileConfig>> list = getGroupTiles(group))
+    if (llvm::Expected<SmallVector<TileConfig>> list = getGroupTiles(*group))
       for (const TileConfig &tile : *list)
         tiles.push_back(tileToJSON(tile));
     else
       llvm::consumeError(list.takeError());
-    return llvm::json::Value(std::move(tiles));
-  };
+    tilesOf.push_back(std::move(tiles));
+  }
   std::vector<size_t> source(chipGroups.size());
   for (size_t i = 0; i < chipGroups.size(); ++i) {
     source[i] = i;
     for (size_t j = 0; j < i; ++j)
       if (chipGroups[j]->kernel == chipGroups[i]->kernel &&
-          tilesOf(*chipGroups[j]) == tilesOf(*chipGroups[i])) {
+          tilesOf[j] == tilesOf[i]) {
         source[i] = j;
         break;
       }
