@@ -207,12 +207,11 @@ def test_vllm_warm_up_emulated(cpu_torch, rng, tp8_bundle):
     # The smallest M at B = 16 whose rows reach the kernel's range.
     ms = sorted({-(-k.min_rows // B) for k in kernels
                  if k.min_rows <= 256 * B})
-    # K-up's ranges start at rows 1, 65, 2049, 8193 (M 1, 5, 129, 513);
-    # V-up's at 1, 257, 4097 (M 1, 17, 257).
+    # K-up's ranges start at rows 1 and 2049 (M 1, 129); V-up's at 1, 257
+    # and 4097 (M 1, 17, 257: past M = 256).
     assert sorted({(k.n, k.min_rows) for k in kernels}) == [
-        (128, 1), (128, 257), (128, 4097), (512, 1), (512, 65), (512, 2049),
-        (512, 8193)]
-    assert ms == [1, 5, 17, 129], ms
+        (128, 1), (128, 257), (128, 4097), (512, 1), (512, 2049)]
+    assert ms == [1, 17, 129], ms
     bundle = mla_fp8.load_bundle(tp8_bundle)
     # Each M but the first begins a range of one projection.
     for m in ms[1:]:

@@ -57,19 +57,18 @@ def test_once_per_kernel_and_device(monkeypatch, session_bundle, caplog,
         kernel = bundle.find_kernel("gfx942", 512, 128, 8, 16)
         call(*k_up(torch, m=8), transpose_bm_in=True, transpose_bm=True)
         (line,) = lines(caplog)
-        # K-up at 128 rows: the table's second range (65-2048), the last
-        # one planned for 64 * 16 rows, made unbounded.
-        assert (kernel.min_rows, kernel.max_rows) == (65, 0)
+        # K-up at 128 rows: the table's first range (1-2048), the only one
+        # planned for 64 * 16 rows, made unbounded.
+        assert (kernel.min_rows, kernel.max_rows) == (1, 0)
         assert line.startswith(f"cuda:0 runs {kernel.symbol} (gfx942, B*M "
-                               f"65..inf, from ")
+                               f"1..inf, from ")
         assert line.endswith("for B=16 M=8 N=512 K=128 (transpose_bm_in, "
                              "transpose_bm)")
         # The same kernel for another M or B, the same call again: nothing
         # new.
-        assert kernel.serves(5, 16) and kernel.serves(64, 2)
-        assert not kernel.serves(3, 16)
+        assert kernel.serves(3, 16) and kernel.serves(64, 2)
         call(*k_up(torch, m=8), transpose_bm_in=True, transpose_bm=True)
-        call(*k_up(torch, m=5), transpose_bm_in=True, transpose_bm=True)
+        call(*k_up(torch, m=3), transpose_bm_in=True, transpose_bm=True)
         call(*k_up(torch, m=64, batch=2), transpose_bm_in=True,
              transpose_bm=True)
         assert len(lines(caplog)) == 1

@@ -13,20 +13,24 @@
 // BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, bin = "\7FELF
 // BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, bin = "\7FELF
 
-// The first range of rows B * M: K-up's is 1-64, V-up's 1-256; the last
-// starts at 8193 (K-up) and 4097 (V-up).
-// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_r1_{{64|256}}>:
+// The first range of rows B * M: K-up's is 1-2048, V-up's 1-256; the last
+// starts at 2049 (K-up) and 65537 (V-up). Every tile of the table uses the
+// 16x16x32 MFMA. The fp8 conversions run with MODE.FP16_OVFL set (they
+// saturate), and it is cleared before the MFMAs.
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx942_r1_{{2048|256}}>:
 // ISA: global_load_dwordx4
+// ISA: s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), 1
 // ISA: v_cvt_pk_fp8_f32
+// ISA: s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), 0
 // ISA: ds_read_b128
 // ISA: v_mfma_f32_16x16x32_fp8_fp8
 // ISA: s_endpgm
-// ISA-LABEL: _gfx942_r{{8193|4097}}_inf>:
+// ISA-LABEL: _gfx942_r{{2049|65537}}_inf>:
 // ISA-DAG: global_load_dwordx4
 // ISA-DAG: v_cvt_pk_fp8_f32
 // ISA-DAG: s_barrier
 // ISA-DAG: ds_read_b128
-// ISA-DAG: v_mfma_f32_{{16x16x32|32x32x16}}_fp8_fp8
+// ISA-DAG: v_mfma_f32_16x16x32_fp8_fp8
 // ISA: s_endpgm
 
 // V-up with an explicit split-K tile at B * M <= 16 (two splits; the table no
@@ -48,21 +52,28 @@
 // SPLITK: s_endpgm
 
 // Every kernel: no spills, no scratch, LDS far below 64 KiB (16 rows of A
-// take 2112 bytes; V-up keeps one copy of the A tile per K-group: 4 x 2112
-// bytes for its 16-row tiles up to 4096 rows, 4 x 4224 for its 32-row tile
-// from 4097, where K-up's 128-row tile takes 16896).
+// take 2112 bytes, K-up's 32-row tile 4224; V-up keeps one copy of the A tile
+// per K-group: 4 x 2112 bytes for its 16-row tiles up to 4096 rows, 4 x 4224
+// for its 32-row tiles, while its 64-row tile, 16385-65536, keeps a single
+// copy of 8448, four being more than kMaxBatchedLDSBytes).
 // METAK: .group_segment_fixed_size: 2112
 // METAV: .group_segment_fixed_size: 8448
 // META: .kernarg_segment_size: 88
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_r1_64
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_r1_2048
 // METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r1_256
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0
 // META: .vgpr_spill_count: 0
-// METAK: .group_segment_fixed_size: 16896
+// METAV: .group_segment_fixed_size: 8448
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r257_4096
 // METAV: .group_segment_fixed_size: 16896
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_r8193_inf
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r4097_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r4097_16384
+// METAV: .group_segment_fixed_size: 8448
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r16385_65536
+// METAK: .group_segment_fixed_size: 4224
+// METAV: .group_segment_fixed_size: 16896
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx942_r2049_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx942_r65537_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx942
 
 // ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx942">, assembly = "{{.*}}v_mfma_f32_16x16x32_fp8_fp8

@@ -14,15 +14,18 @@
 // BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 // BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 
-// The first range of rows B * M: K-up's is 1-512, V-up's 1-256; the last
-// starts at 16385 (K-up) and 4097 (V-up).
-// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_r1_{{512|256}}>:
+// The first range of rows B * M: K-up's is 1-2048, V-up's 1-256; the last
+// starts at 8193 (K-up) and 16385 (V-up). The fp8 conversions run with
+// MODE.FP16_OVFL set (they saturate), and it is cleared before the MFMAs.
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_r1_{{2048|256}}>:
 // ISA: global_load_dwordx4
+// ISA: s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), 1
 // ISA: v_cvt_pk_fp8_f32
+// ISA: s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), 0
 // ISA: ds_read_b128
 // ISA: v_mfma_f32_16x16x128_f8f6f4
 // ISA: s_endpgm
-// ISA-LABEL: _gfx950_r{{16385|4097}}_inf>:
+// ISA-LABEL: _gfx950_r{{8193|16385}}_inf>:
 // ISA-DAG: global_load_dwordx4
 // ISA-DAG: v_cvt_pk_fp8_f32
 // ISA-DAG: s_barrier
@@ -33,31 +36,31 @@
 // The tile table's MFMA per kernel (TileTable.cpp): gfx950's f8f6f4 forms
 // everywhere, one 16x16x128 (or two 32x32x64) per group and output block of a
 // wave; no 16x16x32 / 32x32x16 left. Waves split N first. K-up, one group:
-// the 16x64 tile of 2 waves takes two 16x16 blocks per wave, each one MFMA
-// from a zero accumulator, 16x128 of 4 two, 32x256 of 8 four (2 x 2);
-// 128x256 of 8 waves four 32x32 blocks, each two 32x32x64.
-// MFMA-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx950_r1_512>:
+// the 16x128 tile of 4 waves takes two 16x16 blocks per wave, each one MFMA
+// from a zero accumulator, 32x256 of 8 four (2 x 2); 128x256 of 8 waves four
+// 32x32 blocks, each two 32x32x64.
+// MFMA-LABEL: <mla_fp8_n512_k128_g128_bf16_gfx950_r1_2048>:
 // MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4 v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], v[{{[0-9]+}}:{{[0-9]+}}], 0
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_r513_2048>:
-// MFMA-COUNT-2: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_r2049_16384>:
+// MFMA-LABEL: _gfx950_r2049_8192>:
 // MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_r16385_inf>:
+// MFMA-LABEL: _gfx950_r8193_inf>:
 // MFMA-COUNT-8: v_mfma_f32_32x32x64_f8f6f4
 // MFMA-NOT: v_mfma
 // V-up, four groups: 16x32 (2 waves) and 16x64 (4 waves) one block per wave
-// and group, 32x128 (8 waves) two.
+// and group, 32x128 of 8 waves two, 32x128 of 4 waves four (2 x 2).
 // MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_r1_256>:
 // MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
 // MFMA-LABEL: _gfx950_r257_4096>:
 // MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_r4097_inf>:
+// MFMA-LABEL: _gfx950_r4097_16384>:
 // MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: _gfx950_r16385_inf>:
+// MFMA-COUNT-16: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
 
 // V-up with an explicit split-K tile at B * M <= 16 (two splits; the table no
@@ -79,21 +82,29 @@
 // SPLITK: s_endpgm
 
 // Every kernel: no spills, no scratch, LDS far below 160 KiB (16 rows of A
-// take 2112 bytes; V-up keeps one copy of the A tile per K-group: 4 x 2112
-// bytes for its 16-row tiles up to 4096 rows, 4 x 4224 for its 32-row tile
-// from 4097, where K-up's 128-row tile takes 16896).
+// take 2112 bytes, K-up's 32-row tile 4224 and its 128-row tile 16896; V-up
+// keeps one copy of the A tile per K-group: 4 x 2112 bytes for its 16-row
+// tiles up to 4096 rows, 4 x 4224 for its 8-wave 32-row tile, while its
+// 4-wave 32-row tile, from 16385, keeps a single copy of 4224, the A operands
+// of four groups being more registers than kMaxUnrolledLoadRegisters).
 // METAK: .group_segment_fixed_size: 2112
 // METAV: .group_segment_fixed_size: 8448
 // META: .kernarg_segment_size: 88
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r1_512
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r1_2048
 // METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r1_256
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0
 // META: .vgpr_spill_count: 0
+// METAK: .group_segment_fixed_size: 4224
+// METAV: .group_segment_fixed_size: 8448
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r2049_8192
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r257_4096
 // METAK: .group_segment_fixed_size: 16896
 // METAV: .group_segment_fixed_size: 16896
-// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r16385_inf
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r4097_inf
+// METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r8193_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r4097_16384
+// METAV: .group_segment_fixed_size: 4224
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r16385_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
 // ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, assembly = "{{.*}}v_mfma_f32_16x16x128_f8f6f4

@@ -1,10 +1,11 @@
 //===- Epilogue.cpp - Descale, bias, round and store Y --------------------===//
 //
-// A run of MFMA accumulators gives a lane 4 consecutive rows of one column,
-// and the 4 lanes of a DPP quad hold 4 adjacent columns. The run is rounded
-// and packed in two dwords, then transposed inside each quad (DPP, no LDS):
-// each lane ends with 4 adjacent columns of one row, one 8-byte buffer store
-// per run and N tile. Rows past M and columns past N are masked by sending the
+// Each lane stores runs of 4 adjacent columns of one row, one 8-byte buffer
+// store per run and N tile. A transposed tile (the 16x16 MFMAs, see
+// KernelPlan::transposedTile) holds them so already. Otherwise a run of MFMA
+// accumulators gives a lane 4 consecutive rows of one column, and the 4 lanes
+// of a DPP quad hold 4 adjacent columns: the run is rounded and packed in two
+// dwords, then transposed inside each quad (DPP, no LDS). Rows past M and columns past N are masked by sending the
 // store past Y's extent, where the buffer's range check drops it: no branch,
 // where each element had its own 2-byte store, 64-bit address and branch.
 //
@@ -100,7 +101,7 @@ void OutputEpilogue::exchangeHalves(MutableArrayRef<Value> dwords,
 void OutputEpilogue::emit(ValueRange accs) {
   int64_t run = p.mfma->accRowsPerRun;
   assert(run == kQuadLanes && p.mfma->n % kQuadLanes == 0 &&
-         "the transpose needs runs of one quad's rows");
+         "a stored run is one quad's rows (or columns)");
   Type f32Type = b.getF32Type();
   Type i32Type = b.getI32Type();
   auto rowType = VectorType::get({run}, f32Type);
@@ -109,41 +110,61 @@ void OutputEpilogue::emit(ValueRange accs) {
   auto dwordsType = VectorType::get({run / 2}, i32Type);
   Value laneGroup = div(lane, p.mfma->n);
   Value laneInGroup = rem(lane, p.mfma->n);
-  Value quadLane = rem(lane, kQuadLanes);
-  Value upperPair = laneBitSet(2);
-  // v_perm_b32 bytes 0-3 are the lane's own dword, 4-7 its neighbour's: an
-  // even lane keeps its low half and appends the neighbour's low half, an odd
-  // lane takes the neighbour's high half below its own high half.
-  Value halvesSelector = arith::SelectOp::create(
-      b, laneBitSet(1), i32(0x03020706), i32(0x05040100));
-  Value quadColumn = arith::SubIOp::create(b, laneInGroup, quadLane);
   bool nTail = p.n % p.tile.getBlockN() != 0;
 
-  // Per N tile: this lane's bias (of its accumulator column), and the first
-  // of the 4 columns it stores after the transpose.
-  SmallVector<Value> biasValues, storeColumns, wholeQuads;
+  // This lane's first row in the tile and the first of the `run` columns it
+  // stores per N tile. A transposed tile gives a lane one row (lane % m) and
+  // a run of columns as they are; otherwise quad lane j takes row j of a run
+  // after the transpose, and its quad's first column.
+  Value firstRowInTile, columnInTile;
+  Value upperPair, halvesSelector;
+  Value waveRow = mul(mul(waveM, p.mtPerWave), p.mfma->m);
+  if (p.transposedTile) {
+    firstRowInTile = add(waveRow, rem(lane, p.mfma->m));
+    columnInTile = mul(laneGroup, run);
+  } else {
+    Value quadLane = rem(lane, kQuadLanes);
+    firstRowInTile = add(waveRow, add(accumulatorRow(laneGroup, 0), quadLane));
+    columnInTile = arith::SubIOp::create(b, laneInGroup, quadLane);
+    upperPair = laneBitSet(2);
+    // v_perm_b32 bytes 0-3 are the lane's own dword, 4-7 its neighbour's: an
+    // even lane keeps its low half and appends the neighbour's low half, an
+    // odd lane takes the neighbour's high half below its own high half.
+    halvesSelector = arith::SelectOp::create(
+        b, laneBitSet(1), i32(0x03020706), i32(0x05040100));
+  }
+
+  // Per N tile: the bias of this lane's accumulators (a run of columns, or
+  // before the transpose its one column), and whether the run lies below N.
+  SmallVector<Value> biasValues, storeColumns, wholeRuns;
   for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
-    storeColumns.push_back(outputColumn(quadColumn, nt));
-    // Whether all 4 columns lie below N.
+    storeColumns.push_back(outputColumn(columnInTile, nt));
     if (nTail)
-      wholeQuads.push_back(ult(add(storeColumns[nt], run - 1), cst(p.n)));
+      wholeRuns.push_back(ult(add(storeColumns[nt], run - 1), cst(p.n)));
     if (!p.hasBias)
       continue;
-    Value column = outputColumn(laneInGroup, nt);
-    if (nTail)
-      column = minIdx(column, cst(p.n - 1));
-    Value value = memref::LoadOp::create(
-        b, bias, ValueRange{add(mul(batch, p.n), column)});
-    biasValues.push_back(arith::ExtFOp::create(b, f32Type, value));
+    auto biasAt = [&](Value column) {
+      if (nTail)
+        column = minIdx(column, cst(p.n - 1));
+      Value value = memref::LoadOp::create(
+          b, bias, ValueRange{add(mul(batch, p.n), column)});
+      return arith::ExtFOp::create(b, f32Type, value).getResult();
+    };
+    if (!p.transposedTile) {
+      biasValues.push_back(vector::BroadcastOp::create(
+          b, rowType, biasAt(outputColumn(laneInGroup, nt))));
+      continue;
+    }
+    SmallVector<Value> columns;
+    for (int64_t c = 0; c < run; ++c)
+      columns.push_back(biasAt(add(storeColumns[nt], c)));
+    biasValues.push_back(vector::FromElementsOp::create(b, rowType, columns));
   }
 
   // Offsets are i32 element indices: Y's memref extent (the launch contract,
-  // docs/limits.md) is below 2^31. This lane's first row after the transpose
-  // (quad lane j holds row j of a run), and its offset there; other runs and
-  // MFMA row tiles are a constant number of rows further. Rows are tested
-  // within the tile, against the tile's rows below M.
-  Value firstRowInTile = add(mul(mul(waveM, p.mtPerWave), p.mfma->m),
-                             add(accumulatorRow(laneGroup, 0), quadLane));
+  // docs/limits.md) is below 2^31. Other runs and MFMA row tiles are a
+  // constant number of rows further than the first; rows are tested within
+  // the tile, against the tile's rows below M.
   auto toI32 = [&](Value index) {
     return arith::IndexCastOp::create(b, i32Type, index);
   };
@@ -168,9 +189,33 @@ void OutputEpilogue::emit(ValueRange accs) {
   auto addI32 = [&](Value x, int64_t v) {
     return v == 0 ? x : arith::AddIOp::create(b, x, i32(v)).getResult();
   };
+  // One run of `run` adjacent columns of one row, at `offset`.
+  auto storeRun = [&](Value values, Value offset, Value rowOk, int64_t nt) {
+    if (!nTail) {
+      store(values, offset, rowOk);
+      return;
+    }
+    store(values, offset, arith::AndIOp::create(b, rowOk, wholeRuns[nt]));
+    if (p.n % run == 0)
+      return;
+    // The one run that straddles N stores its columns below N one at a time.
+    Value straddles = arith::AndIOp::create(
+        b, rowOk,
+        arith::XOrIOp::create(
+            b, wholeRuns[nt],
+            arith::ConstantOp::create(b, b.getBoolAttr(true))));
+    for (int64_t c = 0; c < run - 1; ++c) {
+      Value columnOk = ult(add(storeColumns[nt], c), cst(p.n));
+      store(vector::ExtractOp::create(b, values, c), addI32(offset, c),
+            arith::AndIOp::create(b, straddles, columnOk));
+    }
+  };
+
   for (int64_t mtw = 0; mtw < p.mtPerWave; ++mtw) {
     for (int64_t r0 = 0; r0 < p.accumulators; r0 += run) {
-      int64_t rowDelta = mtw * p.mfma->m + accumulatorRowOfLane0(r0);
+      int64_t rowDelta = mtw * p.mfma->m;
+      if (!p.transposedTile)
+        rowDelta += accumulatorRowOfLane0(r0);
       Value rowOffset = arith::AddIOp::create(
           b, firstOffset, arith::MulIOp::create(b, yStrideM32, i32(rowDelta)));
       Value rowOk = arith::CmpIOp::create(
@@ -182,43 +227,23 @@ void OutputEpilogue::emit(ValueRange accs) {
         values = arith::MulFOp::create(
             b, values, vector::BroadcastOp::create(b, rowType, descale));
         if (p.hasBias)
-          values = arith::AddFOp::create(
-              b, values,
-              vector::BroadcastOp::create(b, rowType, biasValues[nt]));
-        // Rounded and packed (rows 0 and 1, 2 and 3), then rows become
-        // columns: the low bit of the element and lane indices inside the
-        // dwords, the high bit by moving whole dwords.
+          values = arith::AddFOp::create(b, values, biasValues[nt]);
         Value rounded = arith::TruncFOp::create(b, storeType, values);
-        Value packed = vector::BitCastOp::create(b, dwordsType, rounded);
-        SmallVector<Value> dwords;
-        for (int64_t d = 0; d < run / 2; ++d)
-          dwords.push_back(vector::ExtractOp::create(b, packed, d));
-        exchangeHalves(dwords, halvesSelector);
-        exchange(dwords, 1, upperPair, {2, 3, 0, 1});
-        Value row = vector::BitCastOp::create(
-            b, storeType,
-            vector::FromElementsOp::create(b, dwordsType, dwords));
-
-        Value offset = addI32(rowOffset, nt * p.mfma->n);
-        if (!nTail) {
-          store(row, offset, rowOk);
-          continue;
+        if (!p.transposedTile) {
+          // Rounded and packed (rows 0 and 1, 2 and 3), then rows become
+          // columns: the low bit of the element and lane indices inside the
+          // dwords, the high bit by moving whole dwords.
+          Value packed = vector::BitCastOp::create(b, dwordsType, rounded);
+          SmallVector<Value> dwords;
+          for (int64_t d = 0; d < run / 2; ++d)
+            dwords.push_back(vector::ExtractOp::create(b, packed, d));
+          exchangeHalves(dwords, halvesSelector);
+          exchange(dwords, 1, upperPair, {2, 3, 0, 1});
+          rounded = vector::BitCastOp::create(
+              b, storeType,
+              vector::FromElementsOp::create(b, dwordsType, dwords));
         }
-        store(row, offset, arith::AndIOp::create(b, rowOk, wholeQuads[nt]));
-        if (p.n % run == 0)
-          continue;
-        // The one quad that straddles N stores its columns below N one at a
-        // time.
-        Value straddles = arith::AndIOp::create(
-            b, rowOk,
-            arith::XOrIOp::create(
-                b, wholeQuads[nt],
-                arith::ConstantOp::create(b, b.getBoolAttr(true))));
-        for (int64_t c = 0; c < run - 1; ++c) {
-          Value columnOk = ult(add(storeColumns[nt], c), cst(p.n));
-          store(vector::ExtractOp::create(b, row, c), addI32(offset, c),
-                arith::AndIOp::create(b, straddles, columnOk));
-        }
+        storeRun(rounded, addI32(rowOffset, nt * p.mfma->n), rowOk, nt);
       }
     }
   }

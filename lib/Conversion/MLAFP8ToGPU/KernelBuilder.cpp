@@ -204,11 +204,13 @@ SmallVector<Value> KernelEmitter::emitUnrolledGroups(Value kBegin,
   // the MFMAs of all groups, in group order (the accumulation order of the
   // reference): one barrier instead of two per group, and the LDS reads of
   // all groups in flight together.
+  setSaturatingFp8(true);
   for (int64_t g = 0; g < count; ++g) {
     issueAhead(g);
     ldsBuffer = g;
     quantizeRows(getXLoads(inFlight[g]));
   }
+  setSaturatingFp8(false);
   gpu::BarrierOp::create(b);
   for (int64_t g = 0; g < count; ++g) {
     ldsBuffer = g;

@@ -36,8 +36,8 @@ private:
   /// `stages - 1` groups through loop-carried values.
   SmallVector<Value> emitGroupLoop(Value kBegin, Value kEnd, int64_t stages,
                                    SmallVector<Value> accs);
-  /// The global loads of one K-group starting at column `k0`: the W units
-  /// ([N tile][unit]) followed by the raw X chunks ([pass][chunk]), all
+  /// The global loads of one K-group starting at column `k0`: the raw X
+  /// chunks ([pass][chunk]) followed by the W units ([N tile][unit]), all
   /// unconditional. Issued `stages - 1` groups ahead of their compute.
   SmallVector<Value> loadGroup(Value k0, bool partial);
   /// An `amdgpu.sched_barrier` that no instruction crosses: it pins the order
@@ -51,10 +51,18 @@ private:
   /// follows, which must wait (a barrier) until every wave has read the LDS.
   SmallVector<Value> emitGroup(ValueRange loads, ValueRange accs,
                                bool more = true);
-  /// The X chunks among a group's loads (loadGroup's order).
+  /// The X chunks and the W units among a group's loads (loadGroup's
+  /// order).
   ValueRange getXLoads(ValueRange loads) const {
-    return loads.drop_front(p.ntPerWave * p.unitsPerGroup);
+    return loads.take_front(p.passes * p.chunksPerLane);
   }
+  ValueRange getWLoads(ValueRange loads) const {
+    return loads.drop_front(p.passes * p.chunksPerLane);
+  }
+  /// Sets (or clears) MODE.FP16_OVFL, under which v_cvt_pk_fp8_f32
+  /// saturates out-of-range values to the format's largest finite value
+  /// instead of giving NaN.
+  void setSaturatingFp8(bool on);
   /// The MFMAs of one K-group whose A tile is in LDS copy `ldsBuffer`, with
   /// the W units among `loads`; returns the updated accumulators.
   SmallVector<Value> multiplyGroup(ValueRange loads, ValueRange accs);

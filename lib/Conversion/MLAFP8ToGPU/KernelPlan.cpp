@@ -43,6 +43,10 @@ llvm::Expected<KernelPlan> mlir::mlafp8::planKernel(PrequantBmmOp op,
   p.laneGroups = mfma.getLaneGroups();
   p.operandBytes = mfma.getOperandBytesPerLane();
   p.accumulators = mfma.getAccumulatorsPerLane();
+  // A lane's accumulators of a transposed tile are one run of the record's
+  // rows, which become columns; the A and B operand layouts of the record
+  // must match for W and X to trade places.
+  p.transposedTile = p.accumulators == mfma.accRowsPerRun && mfma.m == mfma.n;
   if (p.groupSize < mfma.k)
     return fail("group_size " + Twine(p.groupSize) +
                 " is smaller than the MFMA's K (" + Twine(mfma.k) + ")");

@@ -17,23 +17,7 @@ using namespace mlir::mlafp8;
 
 SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
   Type i8Type = b.getI8Type();
-  Value laneGroup = div(lane, p.mfma->n);
-  Value laneInGroup = rem(lane, p.mfma->n);
   SmallVector<Value> loads;
-  // W: one unit per lane per (N tile, unit) holds the B operands of
-  // `stepsPerUnit` MFMAs.
-  for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
-    Value column = outputColumn(laneInGroup, nt);
-    if (p.n % p.tile.getBlockN() != 0)
-      column = minIdx(column, cst(p.n - 1));
-    Value rowStart = mul(add(mul(batch, p.n), column), p.k);
-    for (int64_t u = 0; u < p.unitsPerGroup; ++u) {
-      Value kInGroup = operandK(laneGroup, u);
-      Value valid = partial ? tailValid(kInGroup, p.unitBytes) : Value();
-      loads.push_back(loadVector(w, add(add(rowStart, k0), kInGroup),
-                                 p.unitBytes, i8Type, p.wAlign, valid));
-    }
-  }
   // X: `lanesPerRow` adjacent lanes share a row, one chunk of columns each.
   // Every pass is loaded, also a pass wholly past M, which quantizeRows then
   // skips: rows past M read row M - 1 (always valid: a workgroup exists only
@@ -58,6 +42,26 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
       Value valid = partial ? tailValid(column, kChunkColumns) : Value();
       loads.push_back(loadVector(x, add(rowOffset, column), kChunkColumns,
                                  p.xType, p.xAlign, valid));
+    }
+  }
+  // X first: its round trip is the critical one (the quantization and its
+  // LDS stores come before any MFMA, which then waits for W only). The fence
+  // keeps the scheduler from issuing W's loads ahead of X's.
+  emitScheduleFence();
+  Value laneGroup = div(lane, p.mfma->n);
+  Value laneInGroup = rem(lane, p.mfma->n);
+  // W: one unit per lane per (N tile, unit) holds W's operands of
+  // `stepsPerUnit` MFMAs.
+  for (int64_t nt = 0; nt < p.ntPerWave; ++nt) {
+    Value column = outputColumn(laneInGroup, nt);
+    if (p.n % p.tile.getBlockN() != 0)
+      column = minIdx(column, cst(p.n - 1));
+    Value rowStart = mul(add(mul(batch, p.n), column), p.k);
+    for (int64_t u = 0; u < p.unitsPerGroup; ++u) {
+      Value kInGroup = operandK(laneGroup, u);
+      Value valid = partial ? tailValid(kInGroup, p.unitBytes) : Value();
+      loads.push_back(loadVector(w, add(add(rowStart, k0), kInGroup),
+                                 p.unitBytes, i8Type, p.wAlign, valid));
     }
   }
   // Keeps the machine scheduler from moving a use of the first loads (such as

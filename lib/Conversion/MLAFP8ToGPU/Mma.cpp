@@ -3,6 +3,7 @@
 #include "KernelEmitter.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -10,7 +11,11 @@ using namespace mlir::mlafp8;
 
 SmallVector<Value> KernelEmitter::emitGroup(ValueRange loads, ValueRange accs,
                                             bool more) {
+  setSaturatingFp8(true);
   quantizeRows(getXLoads(loads));
+  // Cleared again before anything else converts: the epilogue's f16
+  // rounding keeps its overflow to Inf.
+  setSaturatingFp8(false);
   gpu::BarrierOp::create(b);
   SmallVector<Value> results = multiplyGroup(loads, accs);
   // The next group's quantization rewrites the LDS copy.
@@ -28,7 +33,7 @@ SmallVector<Value> KernelEmitter::multiplyGroup(ValueRange loads,
   for (int64_t nt = 0; nt < p.ntPerWave; ++nt)
     for (int64_t u = 0; u < p.unitsPerGroup; ++u)
       wUnits[nt].push_back(vector::BitCastOp::create(
-          b, unitFp8, loads[nt * p.unitsPerGroup + u]));
+          b, unitFp8, getWLoads(loads)[nt * p.unitsPerGroup + u]));
 
   Value zero = arith::ConstantOp::create(
       b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
@@ -46,10 +51,18 @@ SmallVector<Value> KernelEmitter::multiplyGroup(ValueRange loads,
       aUnits.push_back(vector::BitCastOp::create(b, unitFp8, load));
     }
     // The row scales of this lane's accumulator elements (SPEC.md s[b,m,g]),
-    // in register order.
+    // in register order: one row per lane in a transposed tile, else a run
+    // of accumulator rows at a time.
     Value scales;
+    if (p.transposedTile) {
+      Value row = add(mul(mt, p.mfma->m), rem(lane, p.mfma->m));
+      Value scale =
+          memref::LoadOp::create(b, ldsScales, ValueRange{scaleRow(row)});
+      scales = vector::BroadcastOp::create(b, accType, scale);
+    }
     Value laneRows = mul(div(lane, p.mfma->n), runRows);
-    for (int64_t run = 0; run < p.accumulators / runRows; ++run) {
+    for (int64_t run = 0; !p.transposedTile && run < p.accumulators / runRows;
+         ++run) {
       Value offset = scaleRow(add(add(mul(mt, p.mfma->m), laneRows),
                                   accumulatorRowOfLane0(run * runRows)));
       auto load =
@@ -67,6 +80,10 @@ SmallVector<Value> KernelEmitter::multiplyGroup(ValueRange loads,
           Value bOp = p.stepsPerUnit == 1
                           ? wUnits[nt][u]
                           : slice(wUnits[nt][u], step * s, step);
+          // Transposed: W's columns are the MFMA's rows, X's rows its
+          // columns.
+          if (p.transposedTile)
+            std::swap(a, bOp);
           partialSum =
               amdgpu::MFMAOp::create(b, accType, p.mfma->m, p.mfma->n,
                                      p.mfma->k, 1u, a, bOp, partialSum);

@@ -3,6 +3,7 @@
 #include "KernelEmitter.h"
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -56,7 +57,7 @@ static Value reduceRowMax(ImplicitLocOpBuilder &b, Value value, int64_t lanes,
 
 /// Quantizes the block_m rows x one group of X into LDS: each row's chunks
 /// are spread over `lanesPerRow` adjacent lanes, which reduce the row's amax
-/// with DPP (reduceRowMax); every lane then scales, clamps and converts its own
+/// with DPP (reduceRowMax); every lane then scales and converts (saturating) its own
 /// chunks and stores them where the MFMA A operand reads them.
 void KernelEmitter::quantizeRows(ValueRange xChunks) {
   Type f32Type = b.getF32Type();
@@ -98,8 +99,8 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
       amax = arith::MaxNumFOp::create(b, amax, f32(1e-10f));
       Value scale = arith::MulFOp::create(b, amax, f32(invFmax));
       // A NaN or Inf in the row makes the row's scale NaN, so every output of
-      // the row is NaN, as in the reference; its quantized values (clamped,
-      // finite) then do not matter.
+      // the row is NaN, as in the reference; its quantized values then do
+      // not matter.
       Value nonFinite = arith::CmpIOp::create(
           b, arith::CmpIPredicate::ugt, amaxBits,
           arith::ConstantOp::create(b, b.getI32IntegerAttr(0x7f7fffff)));
@@ -113,10 +114,9 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
         for (int64_t c = 0; c < p.chunksPerLane; ++c) {
           Value q = arith::MulFOp::create(
               b, chunks[c], vector::BroadcastOp::create(b, f32Chunk, inverse));
-          q = arith::MaxNumFOp::create(
-              b, q, vector::BroadcastOp::create(b, f32Chunk, f32(-p.fmax)));
-          q = arith::MinNumFOp::create(
-              b, q, vector::BroadcastOp::create(b, f32Chunk, f32(p.fmax)));
+          // No clamp to +-fmax: the conversion saturates (MODE.FP16_OVFL is
+          // set around the quantization, setSaturatingFp8), which is the
+          // reference's clamp; |q| exceeds fmax by a few ulps at most.
           // Two words of 4 fp8 each, packed 2 values at a time.
           SmallVector<Value> words;
           for (int64_t word = 0; word < 2; ++word) {
@@ -166,4 +166,18 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
     else
       emitIf(passActive(pass), emitPass);
   }
+}
+
+void KernelEmitter::setSaturatingFp8(bool on) {
+  // hwreg(HW_REG_MODE, 23, 1): register id 1, bit offset 23, size 1 (the
+  // field is size - 1 at bit 11). LLVM orders the FP instructions, which read
+  // MODE, against the s_setreg that writes it.
+  constexpr int32_t kModeRegister = 1, kFp16OvflBit = 23, kSize = 1;
+  constexpr int32_t hwreg =
+      kModeRegister | (kFp16OvflBit << 6) | ((kSize - 1) << 11);
+  LLVM::CallIntrinsicOp::create(
+      b, b.getStringAttr("llvm.amdgcn.s.setreg"),
+      ValueRange{
+          arith::ConstantOp::create(b, b.getI32IntegerAttr(hwreg)),
+          arith::ConstantOp::create(b, b.getI32IntegerAttr(on ? 1 : 0))});
 }

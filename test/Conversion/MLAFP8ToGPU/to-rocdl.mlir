@@ -10,10 +10,14 @@
 // CHECK-SAME: gpu.kernel
 // CHECK-SAME: rocdl.kernel
 // CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 128, 1, 1>
+// The quantization's MODE writes (saturating fp8 conversion) stay intrinsic
+// calls.
+// CHECK: llvm.call_intrinsic "llvm.amdgcn.s.setreg"
 // CHECK: rocdl.cvt.pk.fp8.f32
-// CHECK: rocdl.barrier
+// CHECK: llvm.call_intrinsic "llvm.amdgcn.s.setreg"
+// CHECK-NEXT: rocdl.barrier
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r4097_inf
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r65537_inf
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
 // Split-K (an explicit tile): agent-scope fences and counter.
 // CHECK: gpu.module @vsplit_kernels

@@ -1,8 +1,9 @@
-// The global loads of a K-group (W and every X pass) are issued together,
+// The global loads of a K-group (every X pass, then W) are issued together,
 // unconditionally, before anything waits for them, so that a group costs one
 // memory round trip; with stages = s the loads of the next s - 1 groups stay
 // in flight while this group is quantized and multiplied.
-// RUN: mla-fp8-opt %s --mlafp8-select-tiles=chip=gfx942 --convert-mlafp8-to-gpu=chip=gfx942 | FileCheck %s --check-prefix=IR
+// The K-up tile of 4 passes (128x256) is gfx950's only: its IR is checked there.
+// RUN: sed 's/E4M3FNUZ/E4M3FN/g' %s | mla-fp8-opt --mlafp8-select-tiles=chip=gfx950 --convert-mlafp8-to-gpu=chip=gfx950 | FileCheck %s --check-prefix=IR
 // RUN: rm -rf %t && mkdir -p %t/gfx942 %t/gfx950
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 dump=%t/gfx942" -o /dev/null
 // gfx950 takes OCP fp8 weights; the kernels have the same shape.
@@ -12,44 +13,61 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco > %t/gfx950/kup.s
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/vup_kernels.hsaco > %t/gfx950/vup.s
 // One group: K-up.
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_64 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r65_2048 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_8192 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r8193_inf < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_512 < %t/gfx950/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r513_2048 < %t/gfx950/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_16384 < %t/gfx950/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r16385_inf < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_2048 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_inf < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_2048 < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_8192 < %t/gfx950/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r8193_inf < %t/gfx950/kup.s
 // V-up: four groups as straight-line code, all loaded at once (stages = 4).
 // The 16x32 tiles of 2 waves (r1_256: 128 lanes, 16 per row) quantize their
-// 16 rows in 2 passes of 8, so they load twice the X of the others (TWOX adds
-// their 4 loads), and a branch skips the second pass when its rows lie past M
-// (the others, of one pass, have no branch at all, which ONEX checks).
-// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX -DKERNEL=r1_256 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r257_4096 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r4097_inf < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX -DKERNEL=r1_256 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r257_4096 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX -DKERNEL=r4097_inf < %t/gfx950/vup.s
+// 16 rows in 2 passes of 8, the 64x128 tile of gfx942 (r16385_65536: 512
+// lanes) its 64 in 2 passes of 32, and the 32x128 tile of 4 waves of gfx950
+// (r16385_inf: 256 lanes) its 32 in 2 passes of 16, so they load twice the X
+// of the others (TWOX adds their 4 loads; the 32x128x4 tile's waves also hold
+// two N tiles of W, TWOW adds their 8), and a branch skips the second pass
+// when its rows lie past M (the others, of one pass, have no branch at all,
+// which ONEX checks). Most tiles quantize every group into its own LDS copy
+// before one barrier (BATCHED); the four copies of the 64x128 tile would take
+// more than kMaxBatchedLDSBytes, and the A operands of the 32x128x4 tile's
+// four groups more registers than kMaxUnrolledLoadRegisters leaves, so these
+// two have one copy and a barrier pair per group (PAIRED).
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,BATCHED -DKERNEL=r1_256 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r257_4096 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r4097_16384 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,PAIRED -DKERNEL=r16385_65536 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r65537_inf < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,BATCHED -DKERNEL=r1_256 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r257_4096 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r4097_16384 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,TWOW,PAIRED -DKERNEL=r16385_inf < %t/gfx950/vup.s
 // K = 2048 (16 groups, heuristic tiles with stages = 2): a loop.
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/vlong_kernels.hsaco > %t/gfx942/vlong.s
 // RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=r257_512 < %t/gfx942/vlong.s
 // RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=r8193_inf < %t/gfx942/vlong.s
 
-// K-up r8193_inf (128x256, 8 waves: 512 lanes, 16 per row) quantizes its 128
-// rows in 4 passes of 32: all four X loads precede the first branch, and a
-// fence pins them above their uses; the next kernel's label (the first V-up
-// kernel's) bounds the matches.
-// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx942_r8193_inf(
-// IR-NOT: scf.if
-// IR-COUNT-4: memref<2147483647xi8, #gpu.address_space<global>>, vector<16xi8>
-// IR-NOT: scf.if
-// IR-COUNT-4: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
-// IR-NOT: {{scf.if|xbf16, #gpu.address_space<global>>, vector<8xbf16>}}
+// K-up r8193_inf of gfx950 (128x256, 8 waves: 512 lanes, 16 per row)
+// quantizes its 128 rows in 4 passes of 32: all four X loads precede the
+// first branch and W's load (one 64-byte unit of the m32n32k64 MFMA), a
+// fence keeps W's load below them, and a second fence pins both above their
+// uses; the next kernel's label (the first V-up kernel's) bounds the matches.
+// IR-LABEL: gpu.func @mla_fp8_n512_k128_g128_bf16_gfx950_r8193_inf(
+// IR-NOT: {{scf.if|xi8, #gpu.address_space<global>>, vector<64xi8>}}
+// IR: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-NOT: {{scf.if|xi8, #gpu.address_space<global>>, vector<64xi8>}}
+// IR: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-NOT: {{scf.if|xi8, #gpu.address_space<global>>, vector<64xi8>}}
+// IR: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-NOT: {{scf.if|xi8, #gpu.address_space<global>>, vector<64xi8>}}
+// IR: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-NOT: {{scf.if|vector.load}}
 // IR: amdgpu.sched_barrier allow = <none>
-// IR-NOT: memref<2147483647xbf16, #gpu.address_space<global>>, vector<8xbf16>
+// IR-NOT: {{scf.if|vector.load}}
+// IR: vector.load {{.*}} : memref<2147483647xi8, #gpu.address_space<global>>, vector<64xi8>
+// IR-NOT: {{scf.if|vector.load}}
+// IR: amdgpu.sched_barrier allow = <none>
+// IR-NOT: {{xbf16, #gpu.address_space<global>>, vector<8xbf16>|xi8, #gpu.address_space<global>>, vector<64xi8>}}
 // IR: amdgpu.mfma
-// IR-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_256(
+// IR-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx950_r1_256(
 
 // One group: every load precedes the first wait or branch, and no load
 // follows it before the MFMAs. Before, each pass's loads sat in its branch
@@ -61,15 +79,19 @@
 // ONE-NOT: {{global_load|s_endpgm}}
 // ONE: v_mfma
 
-// Straight-line groups: the 12 loads of the four groups (per group, two W
-// units and one X chunk per lane; the 16x32 tile's 128 lanes take two X
-// chunks each, 16 loads) are issued before any wait or branch; the
-// first wait leaves later groups in flight (a nonzero count); no load follows
-// it (a second pass's branch skips its quantization only); every group is
-// quantized into its own LDS copy before the one barrier, and no barrier
-// follows the MFMAs. Before, a loop's back-edge copies of the
-// prefetched registers waited for them (vmcnt(0)) in every iteration, and
-// each group cost two barriers.
+// Straight-line groups: the 12 loads of the four groups (per group, one X
+// chunk and two 16-byte W loads per lane; the tiles of two passes take two X
+// chunks each, 16 loads, and the 32x128x4 tile two N tiles of W, 24) are issued
+// before any wait or branch; the first wait leaves later groups in flight (a
+// nonzero count); no load follows it (a second pass's branch skips its
+// quantization only). Batched (BATCHED), every group is quantized into its
+// own LDS copy before the one barrier, and no barrier follows the MFMAs.
+// Before, a loop's back-edge copies of the prefetched registers waited for
+// them (vmcnt(0)) in every iteration, and each group cost two barriers. In
+// pairs (PAIRED), each group's quantization ends in a barrier before its
+// MFMAs, and each group but the last is followed by one before the next
+// quantization rewrites the copy (seven in all); the MFMAs, which read no
+// LDS, may be scheduled past them.
 // UNROLLED: _[[KERNEL]]>:
 // UNROLLED-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
 // UNROLLED: global_load_dwordx4
@@ -103,15 +125,49 @@
 // TWOX: global_load_dwordx4
 // TWOX-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
 // TWOX: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
+// TWOW-NOT: {{s_cbranch|vmcnt|s_barrier|s_endpgm}}
+// TWOW: global_load_dwordx4
 // UNROLLED-NOT: {{global_load|s_cbranch|vmcnt|s_barrier|s_endpgm}}
 // UNROLLED: s_waitcnt vmcnt({{[1-9]}}
 // ONEX-NOT: {{global_load|s_cbranch|s_barrier|v_mfma|s_endpgm}}
 // TWOX-NOT: {{global_load|s_barrier|v_mfma|s_endpgm}}
 // UNROLLED: s_barrier
-// UNROLLED-NOT: {{global_load|s_cbranch|s_barrier|s_endpgm}}
-// UNROLLED: v_mfma
-// UNROLLED-NOT: s_barrier
-// UNROLLED: s_endpgm
+// BATCHED-NOT: {{global_load|s_cbranch|s_barrier|s_endpgm}}
+// BATCHED: v_mfma
+// BATCHED-NOT: s_barrier
+// BATCHED: s_endpgm
+// PAIRED-NOT: {{global_load|s_barrier|s_endpgm}}
+// PAIRED: v_mfma
+// PAIRED-NOT: {{global_load|s_endpgm}}
+// PAIRED: s_barrier
+// PAIRED-NOT: {{global_load|s_endpgm}}
+// PAIRED: s_barrier
+// PAIRED-NOT: {{global_load|s_endpgm}}
+// PAIRED: s_barrier
+// PAIRED-NOT: {{global_load|s_endpgm}}
+// PAIRED: s_barrier
+// PAIRED-NOT: {{global_load|s_endpgm}}
+// PAIRED: s_barrier
+// PAIRED-NOT: {{global_load|s_endpgm}}
+// PAIRED: s_barrier
+// PAIRED-NOT: {{global_load|s_barrier|s_endpgm}}
+// PAIRED: v_mfma
+// PAIRED-NOT: s_barrier
+// PAIRED: s_endpgm
 
 // The loop (more than 8 groups): the prologue's loads are one batch that enters the loop without
 // a wait; in the loop, this group's MFMAs are all issued before the only

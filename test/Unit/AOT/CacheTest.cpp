@@ -44,12 +44,14 @@ TEST(CacheKey, CoversEveryOptionThatChangesTheCode) {
   EXPECT_EQ(key.size(), 64u);
   EXPECT_EQ(key, keyOf(base));
 
+  // Only the largest batch (TP 1: B = 128) gives the rows the ranges are
+  // planned for.
   KernelSetOptions other = base;
-  other.tp = {8};
+  other.tp = {1};
   EXPECT_EQ(keyOf(other), key);
 
   std::vector<KernelSetOptions> changed(8, base);
-  // 16 x 128 rows: gfx942 K-up's first two ranges only.
+  // 16 x 128 rows: gfx942 K-up's first range only.
   changed[0].maxM = 16;
   changed[1].weightScale = kernel_abi::WeightScaleMode::PerBatch;
   changed[2].outType = "f16";
@@ -119,7 +121,7 @@ TEST(CacheKey, SerializesTheWholeDescription) {
             "projection=k_up kernel=" + kernel_abi::serialize(group.kernel) +
                 " code_object_version=5");
   // One tile per kernel of the group, with its range of rows.
-  EXPECT_NE(text.find(" tile=1-64:16x32x2:m16n16k32:1:1:2 tile=65-2048:"),
+  EXPECT_NE(text.find(" tile=1-2048:16x128x4:m16n16k32:1:1:2 tile=2049-0:"),
             std::string::npos)
       << text;
 }

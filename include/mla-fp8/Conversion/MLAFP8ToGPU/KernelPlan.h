@@ -40,6 +40,13 @@ struct KernelPlan {
   /// (accumulators), operand bytes per lane of one MFMA, f32 accumulators per
   /// lane of one MFMA tile.
   int64_t laneGroups, operandBytes, accumulators;
+  /// The MFMAs compute the tile transposed, Y^T = W X^T (W as the A operand,
+  /// the quantized X as B), when a lane's accumulators are then one run of
+  /// adjacent columns of a single row (the 16x16 shapes): one row scale per
+  /// lane, and the epilogue stores them as they are, with no transpose. The
+  /// 32x32 shapes keep X as A: transposed, a lane's 16 accumulators would be
+  /// four runs of one row, stored as four times the cache lines.
+  bool transposedTile;
 
   /// A "unit" is what one lane loads at once for one operand: two MFMA steps
   /// (2 * operandBytes), or one when the group is too short for two.
