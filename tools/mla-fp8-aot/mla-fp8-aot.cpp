@@ -123,6 +123,13 @@ static cl::opt<bool> listOnly("list",
                               cl::desc("Print the kernels that would be "
                                        "generated; generate nothing"),
                               cl::cat(category));
+static cl::opt<bool>
+    listModels("list-models",
+               cl::desc("Print every model preset (heads, kv_lora_rank, "
+                        "qk_nope_head_dim, v_head_dim, the two projections' "
+                        "N and K, activation type, usual TP degrees, source "
+                        "config); generate nothing"),
+               cl::cat(category));
 static cl::opt<std::string>
     cacheDir("cache-dir",
              cl::desc("Compilation cache (default $XDG_CACHE_HOME/mla-fp8 or "
@@ -269,7 +276,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   const std::string modelHelp =
       "Model preset, with the activation type it is usually served in: " +
-      describeModelPresets() + " (default deepseek-r1)";
+      describeModelPresets() + " (default deepseek-r1; --list-models gives "
+                               "their dimensions and sources)";
   modelName.setDescription(modelHelp);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -281,6 +289,11 @@ int main(int argc, char **argv) {
       "directory or an mla-fp8 bundle; it is checked before compiling and "
       "replaced\nby one atomic exchange, so readers see the old or the new "
       "bundle.\n");
+
+  if (listModels) {
+    llvm::outs() << formatModelPresetTable();
+    return 0;
+  }
 
   // Linking with the lld library resets LLVM's command-line options to their
   // defaults: read every flag needed after compiling now.

@@ -34,6 +34,14 @@ struct ModelPreset {
   /// torch_dtype): "bf16" or "f16". Serving it in the other type needs
   /// mla-fp8-aot --in-type with that type.
   llvm::StringRef usualInType;
+  /// The tensor-parallel degrees it is usually served at on one 8-GPU
+  /// MI300X/MI355X node (information: --tp still defaults to 1, 2, 4, 8,
+  /// skipping degrees that do not divide the heads).
+  llvm::ArrayRef<int64_t> usualTp;
+  /// The published config the dimensions were read from (a Hugging Face
+  /// repository's config.json; "text_config" where the config nests the
+  /// language model).
+  llvm::StringRef source;
 };
 
 /// Every preset, in a stable order.
@@ -45,6 +53,11 @@ const ModelPreset *lookupModelPreset(llvm::StringRef name);
 /// "deepseek-v2-lite (bf16), deepseek-v2 (bf16), ...": every preset with
 /// its usual activation type, separated by `separator`.
 std::string describeModelPresets(llvm::StringRef separator = ", ");
+
+/// One line per preset: name, heads, kv_lora_rank, qk_nope_head_dim,
+/// v_head_dim, the two projections' (N, K), the usual activation type and TP
+/// degrees, the chips and the source config (mla-fp8-aot --list-models).
+std::string formatModelPresetTable();
 
 /// "unknown model 'x'; known models: deepseek-v2-lite, ...".
 std::string describeUnknownModel(llvm::StringRef name);

@@ -6,6 +6,8 @@
 #include "llvm/Support/Error.h"
 #include "gtest/gtest.h"
 
+#include <algorithm>
+
 using namespace mlir::mlafp8;
 
 namespace {
@@ -32,14 +34,44 @@ TEST(Presets, PublishedDimensions) {
   EXPECT_EQ(r1->dims.vHeadDim, 128);
   EXPECT_EQ(lookupModelPreset("deepseek-v2-lite")->dims.heads, 16);
   EXPECT_EQ(lookupModelPreset("kimi-k2")->dims.heads, 64);
-  EXPECT_EQ(getModelPresets().size(), 5u);
+  EXPECT_EQ(lookupModelPreset("kimi-k2.5")->dims.heads, 64);
+  EXPECT_EQ(lookupModelPreset("kimi-k3")->dims.heads, 96);
+  EXPECT_EQ(lookupModelPreset("kimi-linear-48b")->dims.heads, 32);
+  EXPECT_EQ(lookupModelPreset("deepseek-v3.2")->dims.heads, 128);
+  // GLM: K-up's K = 192 (one and a half groups of 128), V-up's N = 256.
+  const ModelPreset *glm = lookupModelPreset("glm-5");
+  ASSERT_NE(glm, nullptr);
+  EXPECT_EQ(glm->dims.heads, 64);
+  EXPECT_EQ(glm->dims.kvLoraRank, 512);
+  EXPECT_EQ(glm->dims.qkNopeHeadDim, 192);
+  EXPECT_EQ(glm->dims.vHeadDim, 256);
+  EXPECT_EQ(lookupModelPreset("glm-4.7-flash")->dims.heads, 20);
+  EXPECT_EQ(getModelPresets().size(), 11u);
+  // Every preset names its source and usual TP degrees, each dividing the
+  // heads.
+  for (const ModelPreset &preset : getModelPresets()) {
+    EXPECT_FALSE(preset.source.empty()) << preset.name.str();
+    EXPECT_FALSE(preset.usualTp.empty()) << preset.name.str();
+    for (int64_t tp : preset.usualTp)
+      EXPECT_EQ(preset.dims.heads % tp, 0) << preset.name.str() << " TP " << tp;
+  }
   EXPECT_EQ(lookupModelPreset("llama"), nullptr);
   EXPECT_EQ(describeModelPresets(),
             "deepseek-v2-lite (bf16), deepseek-v2 (bf16), deepseek-v3 (bf16), "
-            "deepseek-r1 (bf16), kimi-k2 (bf16)");
+            "deepseek-r1 (bf16), deepseek-v3.2 (bf16), kimi-k2 (bf16), "
+            "kimi-k2.5 (bf16), kimi-k3 (bf16), kimi-linear-48b (bf16), "
+            "glm-5 (bf16), glm-4.7-flash (bf16)");
   EXPECT_EQ(describeUnknownModel("llama"),
             "unknown model 'llama'; known models: deepseek-v2-lite, "
-            "deepseek-v2, deepseek-v3, deepseek-r1, kimi-k2");
+            "deepseek-v2, deepseek-v3, deepseek-r1, deepseek-v3.2, kimi-k2, "
+            "kimi-k2.5, kimi-k3, kimi-linear-48b, glm-5, glm-4.7-flash");
+  // The table: one line per preset after the header, each with the
+  // projections' shapes.
+  std::string table = formatModelPresetTable();
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 12);
+  EXPECT_NE(table.find("glm-5"), std::string::npos);
+  EXPECT_NE(table.find("512,192     256,512"), std::string::npos) << table;
+  EXPECT_NE(table.find("zai-org/GLM-5"), std::string::npos);
 }
 
 TEST(KernelSet, DefaultIsTwoShapesPerChipAndInType) {
