@@ -9,11 +9,10 @@ using namespace mlir::mlafp8;
 
 // heads, kv_lora_rank, qk_nope_head_dim, v_head_dim and torch_dtype as the
 // models' configs publish them (every one says bfloat16); `source` names the
-// config. The usual TP degrees are those that divide the heads on one 8-GPU
-// node, largest first where a model is too large for fewer GPUs.
+// config. The usual TP degrees are those of one 8-GPU node that divide the
+// heads: only 8 for the models too large for fewer GPUs.
 static const int64_t kTp1To8[] = {1, 2, 4, 8};
 static const int64_t kTp8[] = {8};
-static const int64_t kTp4And8[] = {4, 8};
 static const int64_t kTp1To4[] = {1, 2, 4};
 static const ModelPreset kPresets[] = {
     {"deepseek-v2-lite",
@@ -41,7 +40,11 @@ static const ModelPreset kPresets[] = {
      "bf16",
      kTp8,
      "deepseek-ai/DeepSeek-V3.2"},
-    {"kimi-k2", {64, 512, 128, 128}, "bf16", kTp8, "moonshotai/Kimi-K2-Instruct"},
+    {"kimi-k2",
+     {64, 512, 128, 128},
+     "bf16",
+     kTp8,
+     "moonshotai/Kimi-K2-Instruct"},
     {"kimi-k2.5",
      {64, 512, 128, 128},
      "bf16",
@@ -84,27 +87,24 @@ std::string mlir::mlafp8::describeModelPresets(llvm::StringRef separator) {
 }
 
 std::string mlir::mlafp8::formatModelPresetTable() {
-  std::string text = llvm::formatv("{0,-17} {1,5} {2,7} {3,4} {4,3}  {5,-11} "
-                                   "{6,-11} {7,-5} {8,-10} {9}\n",
-                                   "model", "heads", "kv_lora", "nope", "v",
-                                   "K-up (N,K)", "V-up (N,K)", "dtype",
-                                   "usual TP", "source config")
-                         .str();
+  std::string text =
+      llvm::formatv("{0,-17} {1,5} {2,7} {3,4} {4,3}  {5,-11} "
+                    "{6,-11} {7,-5} {8,-10} {9}\n",
+                    "model", "heads", "kv_lora", "nope", "v", "K-up (N,K)",
+                    "V-up (N,K)", "dtype", "usual TP", "source config")
+          .str();
   for (const ModelPreset &preset : kPresets) {
     const ModelDims &d = preset.dims;
     std::string tp;
     for (int64_t degree : preset.usualTp)
       tp += (tp.empty() ? "" : ",") + std::to_string(degree);
-    text += llvm::formatv("{0,-17} {1,5} {2,7} {3,4} {4,3}  {5,-11} {6,-11} "
-                          "{7,-5} {8,-10} {9}\n",
-                          preset.name, d.heads, d.kvLoraRank, d.qkNopeHeadDim,
-                          d.vHeadDim,
-                          llvm::formatv("{0},{1}", d.kvLoraRank,
-                                        d.qkNopeHeadDim)
-                              .str(),
-                          llvm::formatv("{0},{1}", d.vHeadDim, d.kvLoraRank)
-                              .str(),
-                          preset.usualInType, tp, preset.source)
+    text += llvm::formatv(
+                "{0,-17} {1,5} {2,7} {3,4} {4,3}  {5,-11} {6,-11} "
+                "{7,-5} {8,-10} {9}\n",
+                preset.name, d.heads, d.kvLoraRank, d.qkNopeHeadDim, d.vHeadDim,
+                llvm::formatv("{0},{1}", d.kvLoraRank, d.qkNopeHeadDim).str(),
+                llvm::formatv("{0},{1}", d.vHeadDim, d.kvLoraRank).str(),
+                preset.usualInType, tp, preset.source)
                 .str();
   }
   return text;

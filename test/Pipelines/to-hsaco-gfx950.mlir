@@ -16,14 +16,20 @@
 
 // The first range of rows B * M: K-up's is 1-2048, V-up's 1-256; the last
 // starts at 8193 (K-up) and 16385 (V-up). The fp8 conversions run with
-// MODE.FP16_OVFL set (they saturate), and it is cleared before the MFMAs.
+// MODE.FP16_OVFL set (they saturate), and it is cleared before the MFMAs:
+// no conversion lies outside the bracket.
 // ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_r1_{{2048|256}}>:
+// ISA-NOT: v_cvt_pk_fp8_f32
 // ISA: global_load_dwordx4
+// ISA-NOT: v_cvt_pk_fp8_f32
 // ISA: s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), 1
 // ISA: v_cvt_pk_fp8_f32
 // ISA: s_setreg_imm32_b32 hwreg(HW_REG_MODE, 23, 1), 0
+// ISA-NOT: {{v_cvt_pk_fp8_f32|hwreg\(HW_REG_MODE, 23, 1\), 1}}
 // ISA: ds_read_b128
+// ISA-NOT: {{v_cvt_pk_fp8_f32|hwreg\(HW_REG_MODE, 23, 1\), 1}}
 // ISA: v_mfma_f32_16x16x128_f8f6f4
+// ISA-NOT: {{v_cvt_pk_fp8_f32|hwreg\(HW_REG_MODE, 23, 1\), 1}}
 // ISA: s_endpgm
 // ISA-LABEL: _gfx950_r{{8193|16385}}_inf>:
 // ISA-DAG: global_load_dwordx4

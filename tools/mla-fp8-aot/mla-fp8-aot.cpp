@@ -276,8 +276,9 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   const std::string modelHelp =
       "Model preset, with the activation type it is usually served in: " +
-      describeModelPresets() + " (default deepseek-r1; --list-models gives "
-                               "their dimensions and sources)";
+      describeModelPresets() +
+      " (default deepseek-r1; --list-models gives "
+      "their dimensions and sources)";
   modelName.setDescription(modelHelp);
   cl::ParseCommandLineOptions(
       argc, argv,

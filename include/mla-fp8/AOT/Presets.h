@@ -56,7 +56,8 @@ std::string describeModelPresets(llvm::StringRef separator = ", ");
 
 /// One line per preset: name, heads, kv_lora_rank, qk_nope_head_dim,
 /// v_head_dim, the two projections' (N, K), the usual activation type and TP
-/// degrees, the chips and the source config (mla-fp8-aot --list-models).
+/// degrees and the source config (mla-fp8-aot --list-models). Every preset
+/// is generated for every chip of the chip table by default.
 std::string formatModelPresetTable();
 
 /// "unknown model 'x'; known models: deepseek-v2-lite, ...".

@@ -19,16 +19,22 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     workspace) is `ABI/KernelABI.h`; the kernel's geometry is `KernelPlan.h`,
     read from the tile and its MFMA record (`Hardware/Mfma.h`).
 
-    Inside a kernel, for each K-group: W fragments are loaded with 16-byte
-    loads straight into MFMA B-operand registers; the X rows of the tile are
-    loaded, each row's amax is reduced across the lanes that hold it
-    (`gpu.shuffle xor`), the values are scaled, clamped to +-FMAX and converted
-    with `amdgpu.packed_trunc_2xfp8`, and stored to LDS in MFMA A-operand
-    order (one 16-byte `ds_read_b128` per lane feeds two MFMAs) with the row
-    scales next to them; `amdgpu.mfma` accumulates a fresh per-group partial,
-    which is multiplied by the row scales and added to the f32 accumulator.
-    The epilogue applies the weight descale (per tensor or per batch) and the
-    bias, rounds to the output type and stores with M and N tail masks. The
+    Inside a kernel, for each K-group: the X rows of the tile are loaded,
+    then W fragments with 16-byte loads straight into MFMA operand registers
+    (X first: its round trip precedes the quantization); each row's amax is
+    reduced across the lanes that hold it (DPP, then `gpu.shuffle xor` for
+    rows wider than 16 lanes), the values are scaled and converted with
+    `amdgpu.packed_trunc_2xfp8` while MODE.FP16_OVFL is set (an
+    `llvm.amdgcn.s.setreg` on either side), so that the conversion saturates
+    at +-FMAX, and stored to LDS in MFMA operand order (one 16-byte
+    `ds_read_b128` per lane feeds two MFMAs) with the row scales next to them;
+    `amdgpu.mfma` accumulates a fresh per-group partial, which is multiplied
+    by the row scales and added to the f32 accumulator. 16x16 tiles are
+    computed transposed (W the A operand, X the B operand: a lane holds 4
+    columns of one row); 32x32 tiles take X as A. The epilogue applies the
+    weight descale (per tensor or per batch) and the bias, rounds to the
+    output type and stores 4 adjacent columns per lane (32x32 tiles after a
+    DPP transpose) with M and N tail masks. The
     K order inside a group is permuted identically for X and W so that each
     lane's two 8-byte MFMA operands are 16 contiguous bytes. A partial last
     K-group reads zeros past K (masked loads), so its amax and sum cover only
@@ -36,8 +42,8 @@ def ConvertMLAFP8ToGPUPass : Pass<"convert-mlafp8-to-gpu", "::mlir::ModuleOp"> {
     g + s - 1 are issued before group g is computed; up to 8 groups per
     workgroup are emitted as straight-line code, so that no loop-carried
     register copy waits for a prefetched load. Quantization passes whose rows all
-    lie past M (a workgroup-uniform test) are skipped: an MFMA output row
-    depends only on its own A row, and rows past M are never stored.
+    lie past M (a workgroup-uniform test) are skipped: an output row
+    depends only on its own X row, and rows past M are never stored.
     LLVM sizes registers from the workgroup size (the tile verifier accepts
     only the default `occupancy`).
 

@@ -55,7 +55,7 @@ protected:
   /// workgroup-uniform condition. Passes past M are not quantized (their
   /// clamped loads are still issued, see loadGroup); the LDS rows they would
   /// write only feed accumulator rows that are never stored (an MFMA output
-  /// row depends on its own A row only).
+  /// row depends on its own X row only).
   Value passActive(int64_t pass) {
     return ult(add(m0, pass * p.rowsPerPass), m);
   }
@@ -65,8 +65,9 @@ protected:
   /// How many of `width` elements starting at K-group column `column` of the
   /// partial last group exist: max(0, min(width, tail - column)).
   Value tailValid(Value column, int64_t width);
-  /// The output column (of Y, bias and W) of lane `laneInGroup`'s
-  /// accumulators in this wave's MFMA tile `nt`.
+  /// The output column (of Y, bias and W) that lane `laneInGroup` of this
+  /// wave's MFMA tile `nt` supplies W for, and whose accumulators it holds
+  /// in a tile that is not transposed (KernelPlan::transposedTile).
   Value outputColumn(Value laneInGroup, int64_t nt) {
     return add(add(n0, mul(waveN, p.waveCols)),
                add(laneInGroup, nt * p.mfma->n));
@@ -77,7 +78,8 @@ protected:
   Value operandK(Value laneGroup, int64_t unit) {
     return add(mul(laneGroup, p.unitBytes), unit * p.unitBytes * p.laneGroups);
   }
-  /// The byte offset in the LDS A tile of operand unit `unit` of MFMA row
+  /// The byte offset in the LDS tile of quantized X (the "A tile", whichever
+  /// MFMA operand it feeds) of operand unit `unit` of MFMA row
   /// tile `mt` for MFMA lane `operandLane`: [mt][unit][slot][unitBytes], so
   /// that each lane reads its unit with one aligned load. The slot is
   /// `operandLane` XOR a key of the lane's K position, which spreads the

@@ -5,9 +5,10 @@
 // KernelPlan::transposedTile) holds them so already. Otherwise a run of MFMA
 // accumulators gives a lane 4 consecutive rows of one column, and the 4 lanes
 // of a DPP quad hold 4 adjacent columns: the run is rounded and packed in two
-// dwords, then transposed inside each quad (DPP, no LDS). Rows past M and columns past N are masked by sending the
-// store past Y's extent, where the buffer's range check drops it: no branch,
-// where each element had its own 2-byte store, 64-bit address and branch.
+// dwords, then transposed inside each quad (DPP, no LDS). Rows past M and
+// columns past N are masked by sending the store past Y's extent, where the
+// buffer's range check drops it: no branch, where each element had its own
+// 2-byte store, 64-bit address and branch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -130,8 +131,8 @@ void OutputEpilogue::emit(ValueRange accs) {
     // v_perm_b32 bytes 0-3 are the lane's own dword, 4-7 its neighbour's: an
     // even lane keeps its low half and appends the neighbour's low half, an
     // odd lane takes the neighbour's high half below its own high half.
-    halvesSelector = arith::SelectOp::create(
-        b, laneBitSet(1), i32(0x03020706), i32(0x05040100));
+    halvesSelector = arith::SelectOp::create(b, laneBitSet(1), i32(0x03020706),
+                                             i32(0x05040100));
   }
 
   // Per N tile: the bias of this lane's accumulators (a run of columns, or

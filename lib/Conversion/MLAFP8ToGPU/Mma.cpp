@@ -37,7 +37,8 @@ SmallVector<Value> KernelEmitter::multiplyGroup(ValueRange loads,
 
   Value zero = arith::ConstantOp::create(
       b, accType, DenseElementsAttr::get(accType, b.getF32FloatAttr(0.0f)));
-  // The row scales are read a run of accumulator rows at a time.
+  // Not transposed, the row scales are read a run of accumulator rows at a
+  // time.
   int64_t runRows = p.mfma->accRowsPerRun;
   auto scaleRun = VectorType::get({runRows}, b.getF32Type());
   SmallVector<Value> results;

@@ -57,8 +57,8 @@ static Value reduceRowMax(ImplicitLocOpBuilder &b, Value value, int64_t lanes,
 
 /// Quantizes the block_m rows x one group of X into LDS: each row's chunks
 /// are spread over `lanesPerRow` adjacent lanes, which reduce the row's amax
-/// with DPP (reduceRowMax); every lane then scales and converts (saturating) its own
-/// chunks and stores them where the MFMA A operand reads them.
+/// with DPP (reduceRowMax); every lane then scales and converts (saturating)
+/// its own chunks and stores them where the MFMA operand read of X finds them.
 void KernelEmitter::quantizeRows(ValueRange xChunks) {
   Type f32Type = b.getF32Type();
   Type i8Type = b.getI8Type();
@@ -170,8 +170,13 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
 
 void KernelEmitter::setSaturatingFp8(bool on) {
   // hwreg(HW_REG_MODE, 23, 1): register id 1, bit offset 23, size 1 (the
-  // field is size - 1 at bit 11). LLVM orders the FP instructions, which read
-  // MODE, against the s_setreg that writes it.
+  // field is size - 1 at bit 11). In machine code the FP instructions read
+  // MODE and the s_setreg writes it, which orders them; earlier, nothing ties
+  // the conversions to the call, so test/Pipelines/to-hsaco-*.mlir check in
+  // the ISA that every conversion lies between the two. (|x * inverse|
+  // exceeds fmax by a few f32 ulps at most, far below fp8's overflow
+  // threshold; the mode makes the conversion saturate whatever the hardware
+  // counts as out of range, as Triton's kernels do.)
   constexpr int32_t kModeRegister = 1, kFp16OvflBit = 23, kSize = 1;
   constexpr int32_t hwreg =
       kModeRegister | (kFp16OvflBit << 6) | ((kSize - 1) << 11);

@@ -81,7 +81,7 @@ struct KernelPlan {
 /// than a loop: DeepSeek's V-up (K = 512) has 4, K = 1024 has 8.
 inline constexpr int64_t kMaxUnrolledGroups = 8;
 
-/// The most VGPRs per lane that the loads (and, batched, the A operands) of
+/// The most VGPRs per lane that the loads (and, batched, the X operands) of
 /// all straight-line groups may take: DeepSeek's V-up tiles take 96 and 128;
 /// the accumulators and addresses need the rest of the budget LLVM keeps
 /// without spilling.
