@@ -103,7 +103,9 @@ static cl::opt<bool> bias("bias",
                                    "(B, N) bias in the output type"),
                           cl::cat(category));
 static cl::opt<std::string> outputDir("output",
-                                      cl::desc("Bundle directory to write"),
+                                      cl::desc("Bundle directory to write "
+                                               "(default mla-fp8-bundle; -o "
+                                               "is the same)"),
                                       cl::init("mla-fp8-bundle"),
                                       cl::cat(category));
 static cl::alias outputDirShort("o", cl::desc("Alias for --output"),
@@ -203,8 +205,15 @@ static llvm::Error verifyBundle(llvm::StringRef dir, bool quietRun) {
   runtime::EmulatorLauncher launcher;
   unsigned runs = 0;
   double worstUlp = 0;
+  size_t total = 0, done = 0;
+  for (const runtime::LoadedChip &chip : bundle->chips)
+    total += chip.kernels.size();
   for (const runtime::LoadedChip &chip : bundle->chips)
     for (const runtime::KernelEntry &kernel : chip.kernels) {
+      // One line per kernel: a default set takes most of a minute.
+      if (!quietRun)
+        llvm::errs() << llvm::formatv("[verify {0}/{1}] {2}\n", ++done, total,
+                                      kernel.symbol);
       // The first, middle and last rows of the kernel's range (63 past its
       // start when unbounded), each exactly, as B * M with the largest B of
       // 4, 2, 1 that divides it.

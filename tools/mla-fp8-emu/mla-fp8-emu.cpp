@@ -333,9 +333,15 @@ static int runBundle() {
         if (!kernel)
           kernel = bundle->findKernel(query);
       }
+  // The miss names a command that generates a bundle holding the kernel:
+  // its (N, K) as K-up's (kv_lora_rank, qk_nope_head_dim), planned for B * M
+  // rows (the second projection it adds, (K, N), does no harm).
   if (!kernel)
     die(formatv("bundle has no {0} kernel for N={1} K={2} G={3} B={6} M={4} "
-                "with {5} activations",
+                "with {5} activations; generate one with: mla-fp8-aot "
+                "--heads={6} --kv-lora-rank={1} --qk-nope-head-dim={2} "
+                "--v-head-dim={2} --tp=1 --max-m={4} --group-size={3} "
+                "--in-type={5} --chips={0} -o DIR",
                 chipOpt.getValue(), n, k, groupOpt.getValue(), mOpt.getValue(),
                 inTypeOpt.getValue(), bOpt.getValue())
             .str());
