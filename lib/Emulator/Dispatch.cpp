@@ -101,8 +101,6 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
     ctx.nextPc = w.pc + inst.size;
     if (Error e = inst.handler(ctx, inst))
       return e;
-    if (trace)
-      traceInst(ctx, inst);
     if (timeline) {
       TimelineStep step = timeline->account(inst, *ctx.accesses, *group);
       timeline->advance(step);
@@ -110,6 +108,8 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
         record->push_back(step);
       ctx.accesses->clear();
     }
+    if (trace)
+      traceInst(ctx, inst);
     ++st.instructions;
     switch (inst.cls) {
     case InstClass::SALU:
@@ -146,31 +146,30 @@ Error EmulatorImpl::runWave(ExecContext &ctx, uint64_t maxSteps, bool trace,
 }
 
 /// The workgroup's share of the launch model, from its waves' timelines:
-/// `timelines` ran the workgroup (and counted its instructions), `copies`
-/// the co-resident copies of it that shared its CU.
+/// `timelines` ran the workgroup (and counted its instructions and issue
+/// cycles), `timed` holds the clocks: the workgroup's waves first, then
+/// those of its co-resident copies (`timed` may be `timelines` itself).
 static void summarizeWorkgroup(
     const std::vector<std::unique_ptr<WaveTimeline>> &timelines,
-    const std::vector<std::unique_ptr<WaveTimeline>> &copies,
+    const std::vector<std::unique_ptr<WaveTimeline>> &timed,
     const WorkgroupAccumulator &group, WorkgroupTiming &out) {
   unsigned scales = timelines.front()->getNumScales();
   unsigned numWaves = timelines.size();
   out.cycles.assign(scales, 0);
-  const WaveTimeline *critical = timelines.front().get();
-  auto visit = [&](const WaveTimeline &t, unsigned wave) {
+  const WaveTimeline *critical = timed.front().get();
+  for (unsigned wi = 0; wi < numWaves; ++wi) {
+    out.waveIssueCycles.push_back(timelines[wi]->getIssueCycles());
+    out.waveMfmaCycles.push_back(timelines[wi]->getMfmaCycles());
+  }
+  for (unsigned i = 0; i < timed.size(); ++i) {
+    const WaveTimeline &t = *timed[i];
     for (unsigned s = 0; s < scales; ++s)
       out.cycles[s] = std::max(out.cycles[s], t.end(s));
     if (t.end(0) > critical->end(0)) {
       critical = &t;
-      out.criticalWave = wave;
+      out.criticalWave = i % numWaves;
     }
-  };
-  for (unsigned wi = 0; wi < numWaves; ++wi) {
-    visit(*timelines[wi], wi);
-    out.waveIssueCycles.push_back(timelines[wi]->getIssueCycles());
-    out.waveMfmaCycles.push_back(timelines[wi]->getMfmaCycles());
   }
-  for (unsigned i = 0; i < copies.size(); ++i)
-    visit(*copies[i], i % numWaves);
   out.criticalCounts = timelines[out.criticalWave]->getCounts();
   out.criticalStalls = critical->getStalls();
   out.criticalSites = critical->getStallSites();
@@ -183,54 +182,94 @@ static void summarizeWorkgroup(
     out.bufferLines[base] = cap;
 }
 
-/// Times `copies` more copies of a workgroup whose waves executed `records`,
-/// on the CU `cu` they share with it: each copy's waves run their records
-/// up to each barrier, which opens at the latest arrival, as the workgroup
-/// itself ran.
+/// Times `copies` copies of a workgroup whose waves executed `records` on
+/// one CU whose pipes they share, the workgroup itself among them: copy c's
+/// wave i runs on SIMD (c * waves + i) mod `simds`. The waves advance in
+/// time order: the next step is always that of the wave whose clock
+/// (nominal latency) stands earliest, the oldest wave first on a tie, so a
+/// shared pipe serves requests in the order they are made, as the CU's
+/// oldest-first arbitration does. (Timed one wave after another, a wave
+/// timed earlier would take the pipe for requests it makes long after a
+/// later-timed wave's.) A copy's barrier opens when all of its running
+/// waves have reached it, at the latest arrival. Wave `traceWave` of the
+/// first copy (-1: none) prints each step with the cycle its clock stands at
+/// after it.
 static std::vector<std::unique_ptr<WaveTimeline>>
-replayCopies(const DeviceTiming &device, ArrayRef<double> latencyScales,
-             SharedCU &cu, unsigned simds,
-             const std::vector<std::vector<TimelineStep>> &records,
-             unsigned copies) {
+replayTogether(const DeviceTiming &device, ArrayRef<double> latencyScales,
+               unsigned simds,
+               const std::vector<std::vector<TimelineStep>> &records,
+               unsigned copies, SharedCU &cu, int traceWave) {
   unsigned numWaves = records.size();
-  std::vector<std::unique_ptr<WaveTimeline>> out;
-  for (unsigned c = 1; c <= copies; ++c) {
-    std::vector<std::unique_ptr<WaveTimeline>> waves;
-    for (unsigned wi = 0; wi < numWaves; ++wi)
-      waves.push_back(std::make_unique<WaveTimeline>(
-          device, latencyScales, &cu, (c * numWaves + wi) % simds));
-    std::vector<size_t> next(numWaves, 0);
-    while (true) {
-      bool anyRunning = false;
-      std::vector<bool> atBarrier(numWaves, false);
-      for (unsigned wi = 0; wi < numWaves; ++wi) {
-        const std::vector<TimelineStep> &r = records[wi];
-        while (next[wi] < r.size()) {
-          const TimelineStep &step = r[next[wi]++];
-          waves[wi]->advance(step);
-          if (step.inst->timing == TimingKind::Barrier) {
-            atBarrier[wi] = true;
-            break;
-          }
+  unsigned total = copies * numWaves;
+  std::vector<std::unique_ptr<WaveTimeline>> waves;
+  for (unsigned i = 0; i < total; ++i)
+    waves.push_back(
+        std::make_unique<WaveTimeline>(device, latencyScales, &cu, i % simds));
+  std::vector<size_t> next(total, 0);
+  std::vector<bool> atBarrier(total, false);
+  auto running = [&](unsigned i) {
+    return next[i] < records[i % numWaves].size();
+  };
+  while (true) {
+    std::optional<unsigned> earliest;
+    for (unsigned i = 0; i < total; ++i)
+      if (running(i) && !atBarrier[i] &&
+          (!earliest || waves[i]->now(0) < waves[*earliest]->now(0)))
+        earliest = i;
+    if (!earliest) {
+      // Every running wave waits at a barrier (or none runs): open them.
+      bool any = false;
+      for (unsigned c = 0; c < copies; ++c) {
+        unsigned first = c * numWaves;
+        for (unsigned s = 0; s < waves[0]->getNumScales(); ++s) {
+          uint64_t open = 0;
+          for (unsigned i = first; i < first + numWaves; ++i)
+            if (atBarrier[i])
+              open = std::max(open, waves[i]->now(s));
+          for (unsigned i = first; i < first + numWaves; ++i)
+            if (atBarrier[i])
+              waves[i]->leaveBarrier(s, open);
         }
-        anyRunning |= atBarrier[wi];
+        for (unsigned i = first; i < first + numWaves; ++i) {
+          any |= atBarrier[i];
+          atBarrier[i] = false;
+        }
       }
-      if (!anyRunning)
+      if (!any)
         break;
-      for (unsigned s = 0; s < waves[0]->getNumScales(); ++s) {
-        uint64_t open = 0;
-        for (unsigned wi = 0; wi < numWaves; ++wi)
-          if (atBarrier[wi])
-            open = std::max(open, waves[wi]->now(s));
-        for (unsigned wi = 0; wi < numWaves; ++wi)
-          if (atBarrier[wi])
-            waves[wi]->leaveBarrier(s, open);
+      continue;
+    }
+    unsigned i = *earliest;
+    const TimelineStep &step = records[i % numWaves][next[i]++];
+    waves[i]->advance(step);
+    if (int(i) == traceWave)
+      errs() << "t=" << waves[i]->now(0) << "  "
+             << format_hex(step.inst->pc, 8) << "  " << step.inst->text
+             << "\n";
+    if (step.inst->timing == TimingKind::Barrier) {
+      atBarrier[i] = true;
+      // A barrier opens as soon as the copy's other running waves are
+      // there too; the waves of other copies go on meanwhile.
+      unsigned first = i / numWaves * numWaves;
+      bool all = true;
+      for (unsigned w = first; w < first + numWaves; ++w)
+        all &= atBarrier[w] || !running(w);
+      if (all) {
+        for (unsigned s = 0; s < waves[0]->getNumScales(); ++s) {
+          uint64_t open = 0;
+          for (unsigned w = first; w < first + numWaves; ++w)
+            if (atBarrier[w])
+              open = std::max(open, waves[w]->now(s));
+          for (unsigned w = first; w < first + numWaves; ++w)
+            if (atBarrier[w])
+              waves[w]->leaveBarrier(s, open);
+        }
+        for (unsigned w = first; w < first + numWaves; ++w)
+          atBarrier[w] = false;
       }
     }
-    for (auto &w : waves)
-      out.push_back(std::move(w));
   }
-  return out;
+  return waves;
 }
 
 Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
@@ -337,8 +376,7 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
   // the record stays within kMaxReplaySteps.
   std::vector<std::unique_ptr<WaveTimeline>> timelines;
   std::vector<std::vector<MemRecord>> accesses(timing ? numWaves : 0);
-  std::vector<std::vector<TimelineStep>> records(
-      timing && coResident > 1 ? numWaves : 0);
+  std::vector<std::vector<TimelineStep>> records(timing ? numWaves : 0);
   WorkgroupAccumulator group;
   const ChipInfo &chip = co->getChip();
   std::optional<SharedCU> cu;
@@ -396,11 +434,22 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
       ctx->w.atBarrier = false;
   }
   if (timing) {
-    std::vector<std::unique_ptr<WaveTimeline>> copies;
-    if (!records.empty())
-      copies = replayCopies(*cfg.timing->device, cfg.timing->latencyScales,
-                            *cu, chip.simdsPerCU, records, coResident - 1);
-    summarizeWorkgroup(timelines, copies, group, *timing);
+    // The clocks of the run above took the shared pipes wave after wave;
+    // the replay takes them in time order, with the co-resident copies.
+    if (records.empty()) {
+      summarizeWorkgroup(timelines, timelines, group, *timing);
+    } else {
+      SharedCU together(cfg.timing->latencyScales.size(), chip.simdsPerCU);
+      summarizeWorkgroup(timelines,
+                         replayTogether(*cfg.timing->device,
+                                        cfg.timing->latencyScales,
+                                        chip.simdsPerCU, records,
+                                        std::max(coResident, 1u), together,
+                                        wg == std::array<uint32_t, 3>{}
+                                            ? cfg.traceWave
+                                            : -1),
+                         group, *timing);
+    }
     timing->coResidentSimulated = records.empty() ? 1 : coResident;
   }
   if (cfg.onWaveEnd)

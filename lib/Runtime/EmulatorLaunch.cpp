@@ -290,6 +290,7 @@ EmulatorLauncher::launch(const KernelEntry &kernel, const PrequantBmmCall &call,
   }
   config.threads = threads;
   config.maxStepsPerWave = maxStepsPerWave;
+  config.traceWave = traceWave;
   emu::TimingOptions timing;
   if (timingDevice) {
     timing.device = timingDevice;

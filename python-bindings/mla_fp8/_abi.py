@@ -25,10 +25,10 @@ AbiArg = namedtuple("AbiArg", "index name offset size value_kind")
 
 _POINTER, _I64 = "global_buffer", "by_value"
 KERNEL_ARGS = tuple(AbiArg(i, name, 8 * i, 8, kind) for i, (name, kind) in
-                    enumerate((("x", _POINTER), ("w", _POINTER),
-                               ("w_scale", _POINTER), ("bias", _POINTER),
-                               ("y", _POINTER), ("m", _I64),
-                               ("x_stride_b", _I64), ("x_stride_m", _I64),
+                    enumerate((("x", _POINTER), ("x_stride_b", _I64),
+                               ("x_stride_m", _I64), ("m", _I64),
+                               ("w", _POINTER), ("w_scale", _POINTER),
+                               ("y", _POINTER), ("bias", _POINTER),
                                ("y_stride_b", _I64), ("y_stride_m", _I64),
                                ("workspace", _POINTER))))
 KERNEL_ARGS_BY_NAME = {a.name: a for a in KERNEL_ARGS}
@@ -46,7 +46,7 @@ TILE_OCCUPANCY = 2
 
 # --- Manifest and file limits ------------------------------------------------
 
-SUPPORTED_SCHEMA_VERSION = 4
+SUPPORTED_SCHEMA_VERSION = 5
 MAX_MANIFEST_N = 65536
 MAX_MANIFEST_K = 65536
 MAX_MANIFEST_GROUP_SIZE = 65536

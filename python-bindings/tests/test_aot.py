@@ -89,7 +89,7 @@ def test_generate_and_load(tmp_path):
     assert kernel is not None and kernel.symbol in result["chips"][0][
         "symbols"]
     assert kernel.serves(5, 16)
-    assert kernel.arg_offsets["m"] == 40
+    assert kernel.arg_offsets["m"] == 24
     assert bundle.find_kernel("gfx950", 128, 512, 1000, 16) is not None
 
 

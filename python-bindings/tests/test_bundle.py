@@ -13,8 +13,8 @@ import pytest
 
 import mla_fp8
 
-EXPLICIT = ["x", "w", "w_scale", "bias", "y", "m", "x_stride_b",
-            "x_stride_m", "y_stride_b", "y_stride_m", "workspace"]
+EXPLICIT = ["x", "x_stride_b", "x_stride_m", "m", "w", "w_scale", "y",
+            "bias", "y_stride_b", "y_stride_m", "workspace"]
 K_UP = "mla_fp8_n64_k32_g128_bf16_gfx942_r{}"
 
 
@@ -56,7 +56,7 @@ def bundle(pristine):
 
 
 def test_bundle_fields(bundle):
-    assert bundle.schema_version == 4
+    assert bundle.schema_version == 5
     assert bundle.max_m == 64
     assert bundle.chips == ["gfx942"]
     kernels = bundle.kernels()
@@ -167,14 +167,14 @@ def test_lookup_argument_errors(bundle):
         kernel.workspace_bytes("x", 16)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_wrong_schema_version(copy, version):
     data = read_manifest(copy)
     data["schema_version"] = version
     write_manifest(copy, data)
     with pytest.raises(mla_fp8.BundleError,
                        match=f"schema version {version}; this loader reads "
-                             f"schema version 4 only. Regenerate"):
+                             f"schema version 5 only. Regenerate"):
         mla_fp8.load_bundle(copy)
 
 

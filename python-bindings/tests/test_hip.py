@@ -124,7 +124,7 @@ def test_yq_and_float_scale(fake):
     assert call(x, w, 0.5, YQ=yq) is yq
     (launch,) = lib.launches
     assert launch["stream"] == 0xAA00
-    assert launch["kernargs"][32:40] == struct.pack("<Q", yq.data_ptr())
+    assert launch["kernargs"][48:56] == struct.pack("<Q", yq.data_ptr())
     assert struct.unpack_from("<QQ", launch["kernargs"], 64) == (3 * 1024,
                                                                   1024)
 

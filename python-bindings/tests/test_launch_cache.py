@@ -12,7 +12,7 @@ import types
 import pytest
 
 import mla_fp8
-from mla_fp8 import _hip_call, hip, serving
+from mla_fp8 import _abi, _hip_call, hip, serving
 from hip_mock import FakeDevice, FakeHip, make_torch
 
 call = mla_fp8.batched_gemm_a8w8_a_per_token_group_prequant_w_per_batched_tensor_quant  # noqa: E501
@@ -56,9 +56,10 @@ def v_up(torch, m=8, batch=16, dev=None):
 
 
 def pointers(launch):
-    """x, w, w_scale, bias, y, m, strides and workspace (the kernel ABI's
-    order, 8 bytes each)."""
-    return struct.unpack_from("<11Q", launch["kernargs"])
+    """Every explicit argument by its name, unpacked at the kernel ABI's
+    offset (8 bytes each)."""
+    return {a.name: struct.unpack_from("<Q", launch["kernargs"], a.offset)[0]
+            for a in _abi.KERNEL_ARGS}
 
 
 def test_repeated_call_launches_what_a_first_call_does(mock):
@@ -80,14 +81,16 @@ def test_repeated_call_launches_what_a_first_call_does(mock):
     # The same call on a fresh runtime checks everything and packs anew.
     fresh = make(FakeHip())
     y3 = call(x2, w2, s2, transpose_bm_in=True, transpose_bm=True)
-    assert cached["kernargs"][:32] == fresh.launches[-1]["kernargs"][:32]
-    assert pointers(cached)[4] == y2.data_ptr()
-    assert pointers(fresh.launches[-1])[4] == y3.data_ptr()
-    assert pointers(cached)[5:] == pointers(fresh.launches[-1])[5:]
+    assert pointers(cached)["y"] == y2.data_ptr()
+    assert pointers(fresh.launches[-1])["y"] == y3.data_ptr()
+    others = dict(pointers(fresh.launches[-1]), y=y2.data_ptr())
+    assert pointers(cached) == others
     for key in ("grid", "block", "stream", "device"):
         assert cached[key] == fresh.launches[-1][key]
-    assert pointers(cached)[:4] == (x2.data_ptr(), w2.data_ptr(),
-                                    s2.data_ptr(), 0)
+    p = pointers(cached)
+    assert (p["x"], p["w"], p["w_scale"], p["bias"]) == (x2.data_ptr(),
+                                                         w2.data_ptr(),
+                                                         s2.data_ptr(), 0)
     # hipGetDevice once per launch; no module loads after the first call.
     assert [c[0] for c in lib.calls].count("hipModuleLoadData") == 1
 
@@ -149,7 +152,7 @@ def test_stream_device_and_float_scale_per_call(mock):
         assert launch["module_device"] == 1
         assert lib.device == 0, "the caller's device is restored"
     # A float w_scale becomes a new device tensor on every call.
-    scales = [pointers(launch)[2] for launch in lib.launches]
+    scales = [pointers(launch)["w_scale"] for launch in lib.launches]
     assert len(set(scales)) == 2 and len(hip.get_runtime().launches) == 1
 
 
@@ -165,7 +168,7 @@ def test_workspace_and_capture_state_per_call(mock, monkeypatch):
     call(x, w, s, YQ=out, transpose_bm=True)
     torch.streams[0] = 0xCC00
     call(x, w, s, YQ=out, transpose_bm=True)
-    spaces = [pointers(launch)[10] for launch in lib.launches]
+    spaces = [pointers(launch)["workspace"] for launch in lib.launches]
     assert spaces[0] == spaces[1] != spaces[2] and 0 not in spaces
     assert [(t.shape, stream) for t, stream in torch.allocations
             if t.dtype is torch.uint8] == [((4096,), 0xAA00),
@@ -176,7 +179,7 @@ def test_workspace_and_capture_state_per_call(mock, monkeypatch):
     assert len(lib.launches) == 3
     lib.capturing.clear()
     call(x, w, s, YQ=out, transpose_bm=True)
-    assert pointers(lib.launches[-1])[10] == spaces[2]
+    assert pointers(lib.launches[-1])["workspace"] == spaces[2]
     # K-up (no workspace) never asks.
     asked = [c[0] for c in lib.calls].count("hipStreamIsCapturing")
     call(*k_up(torch), transpose_bm_in=True, transpose_bm=True)
@@ -235,8 +238,9 @@ def test_no_allocation_per_call(mock):
     assert after_blocks - blocks < 100
     assert lib.launch_count == 2 * 2060
     last = lib.last_launch
-    assert pointers(last)[:5] == (x.data_ptr(), w.data_ptr(), s.data_ptr(),
-                                  0, out.data_ptr())
+    p = pointers(last)
+    assert (p["x"], p["w"], p["w_scale"], p["bias"], p["y"]) == (
+        x.data_ptr(), w.data_ptr(), s.data_ptr(), 0, out.data_ptr())
 
 
 def test_bundle_lookup_without_searching_each_call(monkeypatch, tmp_path,

@@ -221,8 +221,8 @@ def _manifest_mutations():
         kernels.append(twin)
 
     return [
-        top("schema_version", 2), top("schema_version", 3),
-        top("schema_version", 5), top("schema_version", "4"),
+        top("schema_version", 3), top("schema_version", 4),
+        top("schema_version", 6), top("schema_version", "5"),
         top("compiler", "other"), top("compiler_version", 1),
         top("max_m", 0), top("chips", {}), top("chips", [[]]),
         top("chips", [{}] * 17), lambda m: m.pop("model"),
@@ -266,8 +266,8 @@ def test_damaged_text_gets_the_same_answer(small_bundle, tmp_path):
     cases = [text[:len(text) // 2], b"[" * 65 + b"]" * 65,
              b'{"a": "[[[[' + b"[" * 70 + b'"}', text.replace(b"3", b"NaN", 1),
              b"\xff" + text, text + b"x", b"", b"{}",
-             text.replace(b'"schema_version": 4', b'"schema_version": 4.0'),
-             text.replace(b'"schema_version": 4', b'"schema_version": 3')]
+             text.replace(b'"schema_version": 5', b'"schema_version": 5.0'),
+             text.replace(b'"schema_version": 5', b'"schema_version": 4')]
     assert all(case != text for case in cases[-2:])
     # Numbers JSON does not write, which LLVM's parser alone would take,
     # and integers at int64's edges.

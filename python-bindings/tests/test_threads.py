@@ -10,7 +10,7 @@ import threading
 import pytest
 
 import mla_fp8
-from mla_fp8 import hip, serving
+from mla_fp8 import _abi, hip, serving
 from hip_mock import FakeDevice, FakeHip, FakeStream, make_torch
 from test_launch_cache import k_up, v_up
 
@@ -78,8 +78,10 @@ def test_threads_on_two_devices(monkeypatch, split_k):
 
     spaces = {}
     for launch in lib.launches:
-        x, w, scale, bias, y, m = struct.unpack_from("<6Q",
-                                                     launch["kernargs"])
+        x, w, scale, bias, y, m = (
+            struct.unpack_from("<Q", launch["kernargs"],
+                               _abi.KERNEL_ARGS_BY_NAME[name].offset)[0]
+            for name in ("x", "w", "w_scale", "bias", "y", "m"))
         number = owners[x]
         index, stream = WORKERS[number]
         # One call's arguments, launched on its device and stream, with the

@@ -35,7 +35,7 @@ example consumer 1
 out=$("$tmp/consumer-build/mla-fp8-consumer" "$tmp/bundle")
 echo "$out"
 echo "$out" | grep -q "mfma: yes"
-echo "$out" | grep -q "^M=7: mla_fp8_n512_k128_.*_r1_inf, grid"
+echo "$out" | grep -q "^M=7: mla_fp8_n512_k128_.*_r1_512, grid 8 x 1 x 16$"
 
 example serving 2
 if readelf -d "$tmp/serving-build/mla-fp8-serving" | grep "NEEDED.*libMLIR"; then
@@ -44,4 +44,4 @@ if readelf -d "$tmp/serving-build/mla-fp8-serving" | grep "NEEDED.*libMLIR"; the
 fi
 out=$("$tmp/serving-build/mla-fp8-serving" "$tmp/bundle")
 echo "$out"
-echo "$out" | grep -q "^M=3: mla_fp8_n512_k128_.*_r1_inf, [1-9][0-9]* instructions, Y = 128 everywhere"
+echo "$out" | grep -q "^M=3: mla_fp8_n512_k128_.*_r1_512, [1-9][0-9]* instructions, Y = 128 everywhere"

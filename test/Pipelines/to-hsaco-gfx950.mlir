@@ -14,11 +14,19 @@
 // BIN: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 // BIN: gpu.binary @vup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, bin = "\7FELF
 
-// The first range of rows B * M: K-up's is 1-2048, V-up's 1-256; the last
-// starts at 8193 (K-up) and 16385 (V-up). The fp8 conversions run with
-// MODE.FP16_OVFL set (they saturate), and it is cleared before the MFMAs:
-// no conversion lies outside the bracket.
-// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_r1_{{2048|256}}>:
+// The first range of rows B * M: 1-2048 for both K-up and V-up; the last
+// starts at 8193 (both). Each kernel starts with the 256-byte compatibility
+// prologue of kernarg preloading: a dispatch that does not preload runs it,
+// and it loads the seven preloaded arguments (14 dwords, s[2:15]) from the
+// kernarg segment and branches past itself; a preloading dispatch starts 256
+// bytes in. The fp8 conversions run with MODE.FP16_OVFL set (they saturate),
+// and it is cleared before the MFMAs: no conversion lies outside the bracket.
+// ISA-LABEL: <mla_fp8_n{{[0-9]+}}_k{{[0-9]+}}_g128_bf16_gfx950_r1_2048>:
+// ISA-NEXT: s_load_dwordx2 s[2:3], s[0:1], 0x0
+// ISA-NEXT: s_load_dwordx8 s[4:11], s[0:1], 0x8
+// ISA-NEXT: s_load_dwordx4 s[12:15], s[0:1], 0x28
+// ISA-NEXT: s_waitcnt lgkmcnt(0)
+// ISA-NEXT: s_branch
 // ISA-NOT: v_cvt_pk_fp8_f32
 // ISA: global_load_dwordx4
 // ISA-NOT: v_cvt_pk_fp8_f32
@@ -31,7 +39,7 @@
 // ISA: v_mfma_f32_16x16x128_f8f6f4
 // ISA-NOT: {{v_cvt_pk_fp8_f32|hwreg\(HW_REG_MODE, 23, 1\), 1}}
 // ISA: s_endpgm
-// ISA-LABEL: _gfx950_r{{8193|16385}}_inf>:
+// ISA-LABEL: _gfx950_r8193_inf>:
 // ISA-DAG: global_load_dwordx4
 // ISA-DAG: v_cvt_pk_fp8_f32
 // ISA-DAG: s_barrier
@@ -54,18 +62,18 @@
 // MFMA-LABEL: _gfx950_r8193_inf>:
 // MFMA-COUNT-8: v_mfma_f32_32x32x64_f8f6f4
 // MFMA-NOT: v_mfma
-// V-up, four groups: 16x32 (2 waves) and 16x64 (4 waves) one block per wave
-// and group, 32x128 of 8 waves two, 32x128 of 4 waves four (2 x 2).
-// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_r1_256>:
+// V-up, four groups: 16x64 (4 waves) one block per wave and group, 16x128
+// (4 waves) two, 32x128 of 8 waves two, 64x128 of 8 waves four (4 x 1).
+// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_r1_2048>:
 // MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_r257_4096>:
-// MFMA-COUNT-4: v_mfma_f32_16x16x128_f8f6f4
-// MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_r4097_16384>:
+// MFMA-LABEL: _gfx950_r2049_4096>:
 // MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
-// MFMA-LABEL: _gfx950_r16385_inf>:
+// MFMA-LABEL: _gfx950_r4097_8192>:
+// MFMA-COUNT-8: v_mfma_f32_16x16x128_f8f6f4
+// MFMA-NOT: v_mfma
+// MFMA-LABEL: <mla_fp8_n128_k512_g128_bf16_gfx950_r8193_inf>:
 // MFMA-COUNT-16: v_mfma_f32_16x16x128_f8f6f4
 // MFMA-NOT: v_mfma
 
@@ -90,27 +98,27 @@
 // Every kernel: no spills, no scratch, LDS far below 160 KiB (16 rows of A
 // take 2112 bytes, K-up's 32-row tile 4224 and its 128-row tile 16896; V-up
 // keeps one copy of the A tile per K-group: 4 x 2112 bytes for its 16-row
-// tiles up to 4096 rows, 4 x 4224 for its 8-wave 32-row tile, while its
-// 4-wave 32-row tile, from 16385, keeps a single copy of 4224, the A operands
-// of four groups being more registers than kMaxUnrolledLoadRegisters).
+// tiles up to 4096 rows, 4 x 4224 for its 32-row tile, while its 64-row tile,
+// from 8193, keeps a single copy of 8448, four being more than
+// kMaxBatchedLDSBytes).
 // METAK: .group_segment_fixed_size: 2112
 // METAV: .group_segment_fixed_size: 8448
 // META: .kernarg_segment_size: 88
 // METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r1_2048
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r1_256
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r1_2048
 // META: .private_segment_fixed_size: 0
 // META: .sgpr_spill_count: 0
 // META: .vgpr_spill_count: 0
 // METAK: .group_segment_fixed_size: 4224
 // METAV: .group_segment_fixed_size: 8448
 // METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r2049_8192
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r257_4096
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r2049_4096
 // METAK: .group_segment_fixed_size: 16896
 // METAV: .group_segment_fixed_size: 16896
 // METAK: .name: mla_fp8_n512_k128_g128_bf16_gfx950_r8193_inf
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r4097_16384
-// METAV: .group_segment_fixed_size: 4224
-// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r16385_inf
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r4097_8192
+// METAV: .group_segment_fixed_size: 8448
+// METAV: .name: mla_fp8_n128_k512_g128_bf16_gfx950_r8193_inf
 // META: amdhsa.target: amdgcn-amd-amdhsa--gfx950
 
 // ASM: gpu.binary @kup_kernels  [#gpu.object<#rocdl.target<O = 3, chip = "gfx950">, assembly = "{{.*}}v_mfma_f32_16x16x128_f8f6f4

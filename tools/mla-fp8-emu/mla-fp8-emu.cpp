@@ -348,6 +348,7 @@ static int runBundle() {
   checkHostBytes(n, k, int64_t(kernel->getWorkspaceBytes(mOpt, bOpt)));
   runtime::EmulatorLauncher launcher;
   launcher.setMaxStepsPerWave(maxStepsOpt);
+  launcher.setTraceWave(traceOpt);
   launcher.setTiming(getTimingDevice(chipOpt), fullOpt);
   runtime::VerifyProblem problem;
   problem.compare = !timingOpt || fullOpt;

@@ -68,13 +68,13 @@ enum class ArgKind {
 /// The explicit arguments, by index: the generator binds them by these.
 enum ArgIndex : unsigned {
   kArgX,
-  kArgW,
-  kArgWScale,
-  kArgBias,
-  kArgY,
-  kArgM,
   kArgXStrideB,
   kArgXStrideM,
+  kArgM,
+  kArgW,
+  kArgWScale,
+  kArgY,
+  kArgBias,
   kArgYStrideB,
   kArgYStrideM,
   kArgWorkspace,
@@ -106,6 +106,13 @@ llvm::StringRef getMetadataValueKind(ArgKind kind);
 
 /// Bytes of explicit kernel arguments.
 inline constexpr unsigned kKernargBytes = 88;
+
+/// The leading arguments the kernels preload into SGPRs (gfx942 and gfx950
+/// kernarg preloading: the command processor writes them before the wave
+/// starts, ISA-NOTES section 1): x, its strides, m, w, w_scale and y, 14
+/// dwords, as many as the 16 user SGPRs hold beside the kernarg pointer. The
+/// first address a kernel computes, X's, then waits for no scalar load.
+inline constexpr unsigned kPreloadedArgs = 7;
 
 /// Alignment in bytes of the split-K workspace and of each of its blocks.
 inline constexpr int64_t kWorkspaceAlignment = 256;

@@ -27,7 +27,7 @@ struct ChipBundle;
 /// explicit argument (`name`, from the kernel ABI) instead of leaving the
 /// name to the prose of `meaning`; version 4 keys each kernel by the rows of
 /// a launch, B * M (`min_rows`, `max_rows`), instead of by M alone.
-inline constexpr int kManifestSchemaVersion = 4;
+inline constexpr int kManifestSchemaVersion = 5;
 
 /// The manifest's `tile` object of a kernel (also the cache index's).
 llvm::json::Value tileToJSON(const TileConfig &tile);

@@ -44,8 +44,10 @@ namespace mlir::mlafp8::emu {
 /// The version of the timing model's rules and constants: every modelled
 /// figure the project quotes names it. 1 timed each workgroup alone on its
 /// CU with no dispatch window; 2 simulates the co-resident workgroups of a
-/// CU together, limits each wave's memory path and adds the dispatch window.
-inline constexpr unsigned kTimingModelVersion = 2;
+/// CU together, limits each wave's memory path and adds the dispatch window;
+/// 3 replays those waves in time order, so that the shared pipes serve
+/// requests in the order they are made (docs/timing-model.md).
+inline constexpr unsigned kTimingModelVersion = 3;
 
 using WorkgroupId = std::array<uint32_t, 3>;
 

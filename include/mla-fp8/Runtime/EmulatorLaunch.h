@@ -40,6 +40,10 @@ public:
   /// (emu::DispatchConfig::maxStepsPerWave; mla-fp8-emu --emu-max-steps).
   void setMaxStepsPerWave(uint64_t steps) { maxStepsPerWave = steps; }
 
+  /// Traces wave `wave` of workgroup (0,0,0) to stderr (-1: off;
+  /// emu::DispatchConfig::traceWave; mla-fp8-emu --trace-wave).
+  void setTraceWave(int wave) { traceWave = wave; }
+
   /// Runs the timing model for `device` (null: off) on every launch; its
   /// result is in the returned counts. Without `full`, one workgroup per
   /// class runs (every split of the first/interior/last M tile and batch
@@ -60,6 +64,7 @@ private:
   Workspace &getWorkspace(const KernelEntry &kernel);
 
   uint64_t maxStepsPerWave = emu::DispatchConfig().maxStepsPerWave;
+  int traceWave = -1;
   const DeviceTiming *timingDevice = nullptr;
   bool fullTiming = false;
 

@@ -21,7 +21,7 @@
 namespace mlir::mlafp8::runtime {
 
 /// The manifest schema version this loader reads.
-inline constexpr int kSupportedManifestSchemaVersion = 4;
+inline constexpr int kSupportedManifestSchemaVersion = 5;
 
 /// Bounds the loader enforces on every manifest (docs/manifest.md, "What the
 /// loader checks"): beyond them the kernels' index arithmetic or a launch's

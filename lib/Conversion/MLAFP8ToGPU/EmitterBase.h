@@ -108,6 +108,14 @@ protected:
   // Kernel arguments and workgroup memory.
   Value x, w, ws, bias, y, m, xStrideB, xStrideM, yStrideB, yStrideM;
   Value workspace;
+  /// Y's element offset of the tile's first row, batch * y_stride_b + m0 *
+  /// y_stride_m, computed right after the first group's loads (null until
+  /// then; the epilogue computes it itself where it is null). Its scalar
+  /// loads of the strides, which are not preloaded, are then issued early
+  /// and return while the wave waits for X; placed at their first use in
+  /// the epilogue, their wait would hold the wave at the quantization's LDS
+  /// wait, which also counts scalar loads.
+  Value yTileBase;
   Value ldsA, ldsScales;
   /// The LDS copy (of p.ldsBuffers) that quantization writes and the MFMAs
   /// read: ldsAOffset and scaleRow offset into it.

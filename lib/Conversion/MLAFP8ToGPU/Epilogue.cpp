@@ -169,9 +169,10 @@ void OutputEpilogue::emit(ValueRange accs) {
   auto toI32 = [&](Value index) {
     return arith::IndexCastOp::create(b, i32Type, index);
   };
+  Value tileBase =
+      yTileBase ? yTileBase : add(mul(batch, yStrideB), mul(m0, yStrideM));
   Value firstOffset = toI32(
-      add(add(mul(batch, yStrideB), mul(add(m0, firstRowInTile), yStrideM)),
-          storeColumns[0]));
+      add(add(tileBase, mul(firstRowInTile, yStrideM)), storeColumns[0]));
   Value yStrideM32 = toI32(yStrideM);
   Value firstRow32 = toI32(firstRowInTile);
   Value tileRows =

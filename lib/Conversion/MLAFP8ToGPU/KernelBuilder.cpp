@@ -3,6 +3,7 @@
 #include "Epilogue.h"
 #include "KernelEmitter.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -66,6 +67,9 @@ gpu::GPUFuncOp mlir::mlafp8::buildKernel(gpu::GPUModuleOp module, Location loc,
   b.setInsertionPointToEnd(module.getBody());
   auto func = gpu::GPUFuncOp::create(b, name, type, lds, TypeRange());
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  // `inreg` kernel arguments are preloaded (in order from the first).
+  for (unsigned i = 0; i < kPreloadedArgs; ++i)
+    func.setArgAttr(i, LLVM::LLVMDialect::getInRegAttrName(), b.getUnitAttr());
   func.setKnownBlockSizeAttr(
       b.getDenseI32ArrayAttr({static_cast<int32_t>(plan.threads), 1, 1}));
   KernelEmitter(b, plan).emit(func);

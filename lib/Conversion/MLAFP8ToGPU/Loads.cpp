@@ -68,6 +68,10 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
   // the bf16 -> f32 widening of pass 0) above the later loads: its wait would
   // then split the batch into two round trips.
   emitScheduleFence();
+  // In straight-line code (not inside the K loop), the first group's loads
+  // are followed by the epilogue's uniform Y offset (EmitterBase::yTileBase).
+  if (!yTileBase && isa<gpu::GPUFuncOp>(b.getInsertionBlock()->getParentOp()))
+    yTileBase = add(mul(batch, yStrideB), mul(m0, yStrideM));
   return loads;
 }
 

@@ -148,12 +148,11 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
               vector::StoreOp::create(b, bytes, ldsA, ValueRange{offset});
           store.setAlignment(uint64_t(kChunkColumns));
         }
-        Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                            laneInRow, cst(0));
-        emitIf(first, [&] {
-          memref::StoreOp::create(b, scale, ldsScales,
-                                  ValueRange{scaleRow(row)});
-        });
+        // Every lane of the row stores the row's scale, the same value to
+        // the same dword: no branch, which would split the kernel's block
+        // (and let LLVM sink the scalar loads of late kernel arguments to
+        // their uses, behind this LDS wait).
+        memref::StoreOp::create(b, scale, ldsScales, ValueRange{scaleRow(row)});
       };
       if ((pass + 1) * p.rowsPerPass > blockM) {
         emitIf(ult(row, cst(blockM)), storeRow);

@@ -4,8 +4,9 @@
 // through the workspace (arg 10), an agent-scope arrival counter, and the
 // last arriver's reduction in split order 0..3.
 // CHECK-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_inf(
-// CHECK-SAME: %{{[^:]+}}: memref<2147483647xbf16, #gpu.address_space<global>>, %[[Y:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>>,
-// CHECK-SAME: %[[M:[^:]+]]: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64,
+// CHECK-SAME: %{{[^:]+}}: i64 {llvm.inreg}, %{{[^:]+}}: i64 {llvm.inreg}, %[[M:[^:]+]]: i64 {llvm.inreg},
+// CHECK-SAME: %[[Y:[^:]+]]: memref<2147483647xbf16, #gpu.address_space<global>> {llvm.inreg},
+// CHECK-SAME: %{{[^:]+}}: memref<2147483647xbf16, #gpu.address_space<global>>, %{{[^:]+}}: i64, %{{[^:]+}}: i64,
 // CHECK-SAME: %[[WSP:[^:]+]]: memref<2147483647xf32, #gpu.address_space<global>>)
 // CHECK-SAME: workgroup(%{{.+}} : memref<2048xi8, #gpu.address_space<workgroup>>, %[[LDSS:.+]] : memref<16xf32, #gpu.address_space<workgroup>>)
 // Workgroup x = N tile * 4 + split.

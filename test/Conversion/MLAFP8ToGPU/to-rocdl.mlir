@@ -6,10 +6,12 @@
 // CHECK: mlafp8.prequant_bmm
 // CHECK-LABEL: func.func @vsplit
 // CHECK: gpu.module @vup_kernels
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_256(%{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
+// The kernel ABI's order (x, its strides, m, w, w_scale, y, bias, Y's
+// strides, workspace); the first seven are preloaded (inreg).
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r1_2048(%{{.+}}: !llvm.ptr<1> {llvm.inreg}, %{{.+}}: i64 {llvm.inreg}, %{{.+}}: i64 {llvm.inreg}, %{{.+}}: i64 {llvm.inreg}, %{{.+}}: !llvm.ptr<1> {llvm.inreg}, %{{.+}}: !llvm.ptr<1> {llvm.inreg}, %{{.+}}: !llvm.ptr<1> {llvm.inreg}, %{{.+}}: !llvm.ptr<1>, %{{.+}}: i64, %{{.+}}: i64, %{{.+}}: !llvm.ptr<1>)
 // CHECK-SAME: gpu.kernel
 // CHECK-SAME: rocdl.kernel
-// CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 128, 1, 1>
+// CHECK-SAME: rocdl.reqd_work_group_size = array<i32: 256, 1, 1>
 // The quantization's MODE writes (saturating fp8 conversion) stay intrinsic
 // calls.
 // CHECK: llvm.call_intrinsic "llvm.amdgcn.s.setreg"
@@ -17,7 +19,7 @@
 // CHECK: llvm.call_intrinsic "llvm.amdgcn.s.setreg"
 // CHECK-NEXT: rocdl.barrier
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
-// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r65537_inf
+// CHECK: llvm.func @mla_fp8_n128_k512_g128_bf16_gfx942_r16385_inf
 // CHECK: rocdl.mfma.f32.16x16x32.fp8.fp8
 // Split-K (an explicit tile): agent-scope fences and counter.
 // CHECK: gpu.module @vsplit_kernels

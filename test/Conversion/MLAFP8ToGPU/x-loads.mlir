@@ -2,7 +2,8 @@
 // unconditionally, before anything waits for them, so that a group costs one
 // memory round trip; with stages = s the loads of the next s - 1 groups stay
 // in flight while this group is quantized and multiplied.
-// The K-up tile of 4 passes (128x256) is gfx950's only: its IR is checked there.
+// The K-up tile of 4 passes (128x256, from 8193 rows on both chips) has its
+// IR checked on gfx950.
 // RUN: sed 's/E4M3FNUZ/E4M3FN/g' %s | mla-fp8-opt --mlafp8-select-tiles=chip=gfx950 --convert-mlafp8-to-gpu=chip=gfx950 | FileCheck %s --check-prefix=IR
 // RUN: rm -rf %t && mkdir -p %t/gfx942 %t/gfx950
 // RUN: mla-fp8-opt %s --mlafp8-to-hsaco="chip=gfx942 dump=%t/gfx942" -o /dev/null
@@ -13,33 +14,35 @@
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/kup_kernels.hsaco > %t/gfx950/kup.s
 // RUN: llvm-objdump -d --mcpu=gfx950 %t/gfx950/vup_kernels.hsaco > %t/gfx950/vup.s
 // One group: K-up.
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_2048 < %t/gfx942/kup.s
-// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_inf < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_512 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r513_2048 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_8192 < %t/gfx942/kup.s
+// RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r8193_inf < %t/gfx942/kup.s
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r1_2048 < %t/gfx950/kup.s
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r2049_8192 < %t/gfx950/kup.s
 // RUN: FileCheck %s --check-prefix=ONE -DKERNEL=r8193_inf < %t/gfx950/kup.s
 // V-up: four groups as straight-line code, all loaded at once (stages = 4).
-// The 16x32 tiles of 2 waves (r1_256: 128 lanes, 16 per row) quantize their
-// 16 rows in 2 passes of 8, the 64x128 tile of gfx942 (r16385_65536: 512
-// lanes) its 64 in 2 passes of 32, and the 32x128 tile of 4 waves of gfx950
-// (r16385_inf: 256 lanes) its 32 in 2 passes of 16, so they load twice the X
-// of the others (TWOX adds their 4 loads; the 32x128x4 tile's waves also hold
-// two N tiles of W, TWOW adds their 8), and a branch skips the second pass
-// when its rows lie past M (the others, of one pass, have no branch at all,
-// which ONEX checks). Most tiles quantize every group into its own LDS copy
-// before one barrier (BATCHED); the four copies of the 64x128 tile would take
-// more than kMaxBatchedLDSBytes, and the A operands of the 32x128x4 tile's
-// four groups more registers than kMaxUnrolledLoadRegisters leaves, so these
-// two have one copy and a barrier pair per group (PAIRED).
-// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,BATCHED -DKERNEL=r1_256 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r257_4096 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r4097_16384 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,PAIRED -DKERNEL=r16385_65536 < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r65537_inf < %t/gfx942/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,BATCHED -DKERNEL=r1_256 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r257_4096 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r4097_16384 < %t/gfx950/vup.s
-// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,TWOW,PAIRED -DKERNEL=r16385_inf < %t/gfx950/vup.s
+// The 64x128 tiles of 8 waves (gfx942 r16385_inf, gfx950 r8193_inf: 512
+// lanes, 16 per row) quantize their 64 rows in 2 passes of 32, and the 32x128
+// tile of 4 waves of gfx942 (r8193_16384: 256 lanes) its 32 in 2 passes of 16,
+// so they load twice the X of the others (TWOX adds their 4 loads); the waves
+// of the 16x128 tiles (r2049_4096) and of the 32x128x4 tile hold two N tiles
+// of W (TWOW adds their 8). A branch skips the second pass when its rows lie
+// past M (the others, of one pass, have no branch at all, which ONEX checks).
+// Most tiles quantize every group into its own LDS copy before one barrier
+// (BATCHED); the four copies of the 64x128 tile would take more than
+// kMaxBatchedLDSBytes, and the A operands of the 32x128x4 tile's four groups
+// more registers than kMaxUnrolledLoadRegisters leaves, so these two have one
+// copy and a barrier pair per group (PAIRED).
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r1_2048 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,TWOW,BATCHED -DKERNEL=r2049_4096 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r4097_8192 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,TWOW,PAIRED -DKERNEL=r8193_16384 < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,PAIRED -DKERNEL=r16385_inf < %t/gfx942/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r1_2048 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,TWOW,BATCHED -DKERNEL=r2049_4096 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,ONEX,BATCHED -DKERNEL=r4097_8192 < %t/gfx950/vup.s
+// RUN: FileCheck %s --check-prefixes=UNROLLED,TWOX,PAIRED -DKERNEL=r8193_inf < %t/gfx950/vup.s
 // K = 2048 (16 groups, heuristic tiles with stages = 2): a loop.
 // RUN: llvm-objdump -d --mcpu=gfx942 %t/gfx942/vlong_kernels.hsaco > %t/gfx942/vlong.s
 // RUN: FileCheck %s --check-prefix=LOOP -DKERNEL=r257_512 < %t/gfx942/vlong.s
@@ -67,7 +70,7 @@
 // IR: amdgpu.sched_barrier allow = <none>
 // IR-NOT: {{xbf16, #gpu.address_space<global>>, vector<8xbf16>|xi8, #gpu.address_space<global>>, vector<64xi8>}}
 // IR: amdgpu.mfma
-// IR-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx950_r1_256(
+// IR-LABEL: gpu.func @mla_fp8_n128_k512_g128_bf16_gfx950_r1_2048(
 
 // One group: every load precedes the first wait or branch, and no load
 // follows it before the MFMAs. Before, each pass's loads sat in its branch
@@ -81,10 +84,10 @@
 
 // Straight-line groups: the 12 loads of the four groups (per group, one X
 // chunk and two 16-byte W loads per lane; the tiles of two passes take two X
-// chunks each, 16 loads, and the 32x128x4 tile two N tiles of W, 24) are issued
-// before any wait or branch; the first wait leaves later groups in flight (a
-// nonzero count); no load follows it (a second pass's branch skips its
-// quantization only). Batched (BATCHED), every group is quantized into its
+// chunks each, 16 loads, the 16x128 tiles two N tiles of W, 20, and the
+// 32x128x4 tile both, 24) are issued before any wait or branch; the first
+// wait leaves later groups in flight (a nonzero count); no load follows it
+// (a second pass's branch skips its quantization only). Batched (BATCHED), every group is quantized into its
 // own LDS copy before the one barrier, and no barrier follows the MFMAs.
 // Before, a loop's back-edge copies of the prefetched registers waited for
 // them (vmcnt(0)) in every iteration, and each group cost two barriers. In

@@ -3,12 +3,15 @@
 // RUN: not mla-fp8-opt %s -split-input-file --mlafp8-select-tiles=chip=gfx950 2>/dev/null | FileCheck %s --check-prefix=GFX950
 
 // DeepSeek-R1 K-up (N = 512, K = 128): from the table, chosen with timing
-// model 2 by launch rows B * M (the 4-wave 16x128 tile up to 2048 rows, then
-// the wide 8-wave 32x256 tile); the last range is unbounded.
+// model 3 by launch rows B * M (the 4-wave 16x64 tile up to 512 rows, the
+// 4-wave 16x128 tile up to 2048, the wide 8-wave 32x256 tile up to 8192, then
+// 128x256 with 32x32x16 MFMAs); the last range is unbounded.
 // GFX942-LABEL: func.func @kup
 // GFX942: mlafp8.prequant_bmm
-// GFX942-SAME: tiles = [#mlafp8.tile<min_rows = 1, max_rows = 2048, block_m = 16, block_n = 128, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>
-// GFX942-SAME: #mlafp8.tile<min_rows = 2049, max_rows = 0, block_m = 32, block_n = 256, waves = 8, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>]
+// GFX942-SAME: tiles = [#mlafp8.tile<min_rows = 1, max_rows = 512, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>
+// GFX942-SAME: #mlafp8.tile<min_rows = 513, max_rows = 2048, block_m = 16, block_n = 128, waves = 4, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>
+// GFX942-SAME: #mlafp8.tile<min_rows = 2049, max_rows = 8192, block_m = 32, block_n = 256, waves = 8, mfma = m16n16k32, split_k = 1, stages = 1, occupancy = 2>
+// GFX942-SAME: #mlafp8.tile<min_rows = 8193, max_rows = 0, block_m = 128, block_n = 256, waves = 8, mfma = m32n32k16, split_k = 1, stages = 1, occupancy = 2>]
 func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
                %ws: tensor<1xf32>) -> tensor<16x?x512xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x128xbf16>,
@@ -20,10 +23,10 @@ func.func @kup(%x: tensor<16x?x128xbf16>, %w: tensor<16x512x128xf8E4M3FNUZ>,
 
 // DeepSeek-R1 V-up (N = 128, K = 512, four groups), OCP on gfx950.
 // GFX950-LABEL: func.func @vup
-// GFX950: tiles = [#mlafp8.tile<min_rows = 1, max_rows = 256, block_m = 16, block_n = 32, waves = 2, mfma = m16n16k128, split_k = 1, stages = 4
-// GFX950-SAME: #mlafp8.tile<min_rows = 257, max_rows = 4096, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4
-// GFX950-SAME: #mlafp8.tile<min_rows = 4097, max_rows = 16384, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k128, split_k = 1, stages = 4
-// GFX950-SAME: #mlafp8.tile<min_rows = 16385, max_rows = 0, block_m = 32, block_n = 128, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4, occupancy = 2>]
+// GFX950: tiles = [#mlafp8.tile<min_rows = 1, max_rows = 2048, block_m = 16, block_n = 64, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4
+// GFX950-SAME: #mlafp8.tile<min_rows = 2049, max_rows = 4096, block_m = 16, block_n = 128, waves = 4, mfma = m16n16k128, split_k = 1, stages = 4
+// GFX950-SAME: #mlafp8.tile<min_rows = 4097, max_rows = 8192, block_m = 32, block_n = 128, waves = 8, mfma = m16n16k128, split_k = 1, stages = 4
+// GFX950-SAME: #mlafp8.tile<min_rows = 8193, max_rows = 0, block_m = 64, block_n = 128, waves = 8, mfma = m16n16k128, split_k = 1, stages = 4, occupancy = 2>]
 func.func @vup(%x: tensor<16x?x512xbf16>, %w: tensor<16x128x512xf8E4M3FN>,
                %ws: tensor<1xf32>) -> tensor<16x?x128xbf16> {
   %y = mlafp8.prequant_bmm %x, %w, %ws : tensor<16x?x512xbf16>,

@@ -108,7 +108,7 @@ TEST(CacheKey, GroupFieldsThatChangeTheCode) {
   EXPECT_EQ(computeChipCacheKey(changed, "gfx942"), key);
   changed[0].batches = {16};
   EXPECT_EQ(computeChipCacheKey(changed, "gfx942"), key);
-  // 1024 rows keep only gfx942 K-up's first two ranges (1 to 64, 65 to
+  // 1024 rows keep only gfx942 K-up's first two ranges (1 to 512, 513 to
   // 2048).
   changed[0].batches = {1};
   EXPECT_NE(computeChipCacheKey(changed, "gfx942"), key);
@@ -121,7 +121,8 @@ TEST(CacheKey, SerializesTheWholeDescription) {
             "projection=k_up kernel=" + kernel_abi::serialize(group.kernel) +
                 " code_object_version=5");
   // One tile per kernel of the group, with its range of rows.
-  EXPECT_NE(text.find(" tile=1-2048:16x128x4:m16n16k32:1:1:2 tile=2049-0:"),
+  EXPECT_NE(text.find(" tile=1-512:16x64x4:m16n16k32:1:1:2 "
+                      "tile=513-2048:16x128x4:m16n16k32:1:1:2 tile=2049-8192:"),
             std::string::npos)
       << text;
 }

@@ -61,7 +61,7 @@ TEST(TileSelection, DeepSeekShapesComeFromTheTable) {
 }
 
 TEST(TileSelection, DecodeLaunchesUseNarrowTiles) {
-  // What timing model 2 chose (TileTable.cpp): a decode launch (B = 8 to
+  // What timing model 3 chose (TileTable.cpp): a decode launch (B = 8 to
   // 128 heads, M = 1 to 16 tokens: at most 2048 rows) leaves CUs idle with
   // any tile, so its tile takes the fewest rows a workgroup can (16, one
   // MFMA block) and at least two waves; no tile splits K (its partials cost
@@ -85,13 +85,13 @@ TEST(TileSelection, DecodeLaunchesUseNarrowTiles) {
 }
 
 TEST(TileSelection, LargeLaunchesUseWideTiles) {
-  // Launches of several residency rounds (B * M of 16384 and up: 128 heads
-  // at M = 128) take the widest tiles, which quantize X least often.
+  // Launches of several residency rounds (B * M of 65536: 128 heads at
+  // M = 512) take the widest tiles, which quantize X least often.
   for (StringRef chip : {"gfx942", "gfx950"})
     for (auto [n, k] : {std::pair<int64_t, int64_t>{512, 128}, {128, 512}}) {
       auto selection = selectTiles(chip, n, k, 128);
       ASSERT_TRUE(static_cast<bool>(selection));
-      const TileConfig *tile = findTileForRows(selection->tiles, 16384);
+      const TileConfig *tile = findTileForRows(selection->tiles, 65536);
       ASSERT_NE(tile, nullptr);
       SCOPED_TRACE(chip.str() + " N = " + std::to_string(n));
       EXPECT_GE(tile->blockM, 32);

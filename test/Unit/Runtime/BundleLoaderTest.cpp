@@ -82,11 +82,11 @@ TEST_F(BundleLoaderTest, LoadsEveryField) {
   EXPECT_EQ(e.codeObject.get(), chip->codeObject.get());
   // Arguments are named by their position in the kernel ABI.
   ASSERT_EQ(e.args.size(), 11u);
-  EXPECT_EQ(e.args[5].name, "m");
-  EXPECT_EQ(e.args[5].offset, 40u);
-  EXPECT_FALSE(e.args[5].isHidden());
+  EXPECT_EQ(e.args[3].name, "m");
+  EXPECT_EQ(e.args[3].offset, 24u);
+  EXPECT_FALSE(e.args[3].isHidden());
   ASSERT_NE(e.findArg("w_scale"), nullptr);
-  EXPECT_EQ(e.findArg("w_scale")->offset, 16u);
+  EXPECT_EQ(e.findArg("w_scale")->offset, 40u);
   ASSERT_NE(e.findArg("workspace"), nullptr);
   EXPECT_EQ(e.findArg("ws"), nullptr);
 }
@@ -153,10 +153,10 @@ TEST_F(BundleLoaderTest, GridAndLaunchChecks) {
 
 TEST_F(BundleLoaderTest, OlderSchemaIsRefusedNamingBothVersions) {
   // Schema 1 had no digest file, schema 2 no argument names, schema 3
-  // ranges of M: the version is what is wrong, whatever else the manifest
-  // holds.
+  // ranges of M, schema 4 the arguments in their old order: the version is
+  // what is wrong, whatever else the manifest holds.
   ASSERT_FALSE(llvm::sys::fs::remove(bundle.path("manifest.sha256")));
-  for (int version : {1, 2, 3}) {
+  for (int version : {1, 2, 3, 4}) {
     SCOPED_TRACE(version);
     bundle.root()["schema_version"] = version;
     bundle.writeManifest(/*digest=*/false);
@@ -164,7 +164,7 @@ TEST_F(BundleLoaderTest, OlderSchemaIsRefusedNamingBothVersions) {
     EXPECT_NE(message.find("manifest.json: field 'schema_version': the "
                            "manifest has schema version " +
                            std::to_string(version) +
-                           "; this loader reads schema version 4 only. "
+                           "; this loader reads schema version 5 only. "
                            "Regenerate the bundle"),
               std::string::npos)
         << message;
@@ -315,9 +315,9 @@ static std::vector<Mutation> getMutations() {
        "field 'chips[0].kernels[1].kernarg_align'"},
       {"argument offset moved",
        [](llvm::json::Object &k) {
-         (*(*k.getArray("args"))[5].getAsObject())["offset"] = 48;
+         (*(*k.getArray("args"))[3].getAsObject())["offset"] = 48;
        },
-       "field 'chips[0].kernels[1].args[5]': expected the ABI's 'm' argument"},
+       "field 'chips[0].kernels[1].args[3]': expected the ABI's 'm' argument"},
       {"arguments swapped",
        [](llvm::json::Object &k) {
          llvm::json::Array &args = *k.getArray("args");
@@ -340,7 +340,7 @@ static std::vector<Mutation> getMutations() {
        [](llvm::json::Object &k) {
          (*(*k.getArray("args"))[5].getAsObject())["name"] = "x_stride_b";
        },
-       "field 'chips[0].kernels[1].args[5].name': 'x_stride_b' is argument 6 "
+       "field 'chips[0].kernels[1].args[5].name': 'x_stride_b' is argument 1 "
        "of the kernel ABI, not 5"},
       {"argument name not a string",
        [](llvm::json::Object &k) {

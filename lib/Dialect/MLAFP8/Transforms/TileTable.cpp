@@ -5,7 +5,7 @@
 // block_n, waves, mfma, split_k, stages, occupancy}, serving the launches of
 // min_rows <= B * M <= max_rows. The comment on each entry gives its worst
 // modelled ratio to the fastest candidate over the B and M it serves (timing
-// model 2, docs/timing-model.md; how below); the grid is
+// model 3, docs/timing-model.md; how below); the grid is
 // ceil(N / block_n) * split_k x ceil(M / block_m) x B.
 //
 // Decode kernels are bound by one workgroup's serial chain (its memory round
@@ -42,8 +42,8 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   static const MfmaLayout *const k16 = lookupMfma("m16n16k32");
   static const MfmaLayout *const k32 = lookupMfma("m32n32k16");
 
-  // Chosen with timing model 2 (docs/timing-model.md), which simulates the
-  // workgroups resident on a CU together. Every candidate was compiled and
+  // Chosen with timing model 3 (docs/timing-model.md), which simulates the
+  // workgroups resident on a CU together, their waves in time order. Every candidate was compiled and
   // modelled at B = 8, 16, 32, 64, 128 and M = 1, 4, 16, 32, ..., 1024 by
   //   mla-fp8-tile-sweep --chip C -N n -K k --batches 8,16,32,64,128 \
   //       --ms 1,4,16,32,64,128,256,512,1024 --tile ... |
@@ -61,10 +61,8 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   // 0.5 % of it. The figure after each entry is that worst ratio over the
   // cases of its range. The kernels these tiles were swept with issue X's
   // loads before W's, saturate in the fp8 conversion instead of clamping,
-  // and compute 16x16 tiles transposed (lib/Conversion/MLAFP8ToGPU); against
-  // the table and kernels before those changes the figures "before" below
-  // are the mean, least and largest ratio of modelled times over B = 8, 16,
-  // 32, 128 and the nine M (docs/kernel-time.json).
+  // compute 16x16 tiles transposed, preload their first seven arguments and
+  // store the row scales without a branch (lib/Conversion/MLAFP8ToGPU).
   //
   // What decides under this model: the waves of a workgroup share their
   // SIMDs and the CU's memory and LDS pipes, and its co-resident copies
@@ -73,24 +71,23 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   // the widest tiles, which quantize X least often.
 
   // gfx942 (MI300X: 304 CUs, 64 KiB LDS), K-up: N = 512, K = 128, one
-  // group. Over the 45 cases the worst ratio is 1.051 and the mean 1.015
-  // (four or five ranges reach 1.049 and 1.011). Before: 0.915x the time on
-  // average (0.835x to 1.005x).
+  // group. Over the 45 cases the worst ratio is 1.041 and the mean 1.004.
   static const TileConfig gfx942KUp[] = {
-      {1, 2048, 16, 128, 4, k16}, // 1.051
-      {2049, 0, 32, 256, 8, k16}, // 1.043
+      {1, 512, 16, 64, 4, k16},       // 1.041
+      {513, 2048, 16, 128, 4, k16},   // 1.000
+      {2049, 8192, 32, 256, 8, k16},  // 1.000
+      {8193, 0, 128, 256, 8, k32},    // 1.012
   };
 
   // gfx942, V-up: N = 128, K = 512, four groups, emitted as straight-line
   // code with all four groups' loads issued up front (stages = 4): one
-  // memory round trip per workgroup. Worst 1.082, mean 1.007. Before:
-  // 0.898x the time on average (0.661x to 0.940x).
+  // memory round trip per workgroup. Worst 1.004, mean 1.000.
   static const TileConfig gfx942VUp[] = {
-      {1, 256, 16, 32, 2, k16, 1, 4},        // 1.082
-      {257, 4096, 16, 64, 4, k16, 1, 4},     // 1.008
-      {4097, 16384, 32, 128, 8, k16, 1, 4},  // 1.000
-      {16385, 65536, 64, 128, 8, k16, 1, 4}, // 1.000
-      {65537, 0, 32, 128, 8, k16, 1, 4},     // 1.000
+      {1, 2048, 16, 64, 4, k16, 1, 4},       // 1.004
+      {2049, 4096, 16, 128, 4, k16, 1, 4},   // 1.000
+      {4097, 8192, 32, 128, 8, k16, 1, 4},   // 1.000
+      {8193, 16384, 32, 128, 4, k16, 1, 4},  // 1.000
+      {16385, 0, 64, 128, 8, k16, 1, 4},     // 1.000
   };
 
   // gfx950 (MI355X: 256 CUs, 160 KiB LDS): the gfx942 tile shapes, each
@@ -118,21 +115,19 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
   static const MfmaLayout *const k128 = lookupMfma("m16n16k128");
   static const MfmaLayout *const k64 = lookupMfma("m32n32k64");
 
-  // K-up: worst 1.043, mean 1.016. Before: 0.915x the time on average
-  // (0.884x to 0.963x).
+  // K-up: worst 1.038, mean 1.008.
   static const TileConfig gfx950KUp[] = {
-      {1, 2048, 16, 128, 4, k128},    // 1.043
-      {2049, 8192, 32, 256, 8, k128}, // 1.011
-      {8193, 0, 128, 256, 8, k64},    // 1.041
+      {1, 2048, 16, 128, 4, k128},    // 1.038
+      {2049, 8192, 32, 256, 8, k128}, // 1.000
+      {8193, 0, 128, 256, 8, k64},    // 1.000
   };
 
-  // V-up: worst 1.071, mean 1.006. Before: 0.901x the time on average
-  // (0.645x to 0.943x).
+  // V-up: worst 1.009, mean 1.002.
   static const TileConfig gfx950VUp[] = {
-      {1, 256, 16, 32, 2, k128, 1, 4},       // 1.071
-      {257, 4096, 16, 64, 4, k128, 1, 4},    // 1.012
-      {4097, 16384, 32, 128, 8, k128, 1, 4}, // 1.000
-      {16385, 0, 32, 128, 4, k128, 1, 4},    // 1.000
+      {1, 2048, 16, 64, 4, k128, 1, 4},      // 1.009
+      {2049, 4096, 16, 128, 4, k128, 1, 4},  // 1.000
+      {4097, 8192, 32, 128, 8, k128, 1, 4},  // 1.000
+      {8193, 0, 64, 128, 8, k128, 1, 4},     // 1.004
   };
 
   static const TileTableEntry table[] = {
