@@ -16,9 +16,9 @@ def rng():
 @pytest.fixture(scope="session")
 def session_bundle(tmp_path_factory):
     """One small DeepSeek-R1 TP8 bundle (both chips, ranges of rows planned
-    up to M = 64 at B = 16: 1024 rows, so K-up has one kernel per chip,
-    1 up, and V-up two, 1-256 and 257 up) per test session; generation
-    takes about a second."""
+    up to M = 64 at B = 16: 1024 rows, so K-up has two kernels on gfx942,
+    1-512 and 513 up, and one on gfx950, 1 up, and V-up one per chip, 1 up)
+    per test session; generation takes about a second."""
     import mla_fp8  # pylint: disable=import-outside-toplevel
     directory = tmp_path_factory.mktemp("bundle") / "deepseek-r1-tp8"
     mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],

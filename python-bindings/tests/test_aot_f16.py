@@ -49,7 +49,8 @@ def test_float16_x_runs_the_f16_kernel(session_bundle, rng, chip, fp8, m):
 @pytest.mark.parametrize("chip,fp8", CHIPS)
 def test_float16_nan_and_inf_rows(session_bundle, rng, chip, fp8):
     """A NaN or an Inf in an f16 row makes that row of Y NaN, and only it
-    (V-up at M = 3 is a split-K kernel)."""
+    (V-up at M = 3: the 16x64 tile over all four K-groups; the tile table
+    splits no K)."""
     mla_fp8.set_bundle(session_bundle)
     b, m, n, k = 16, 3, 128, 512
     x = rng.standard_normal((b, m, k)).astype(np.float16)

@@ -207,11 +207,13 @@ def test_vllm_warm_up_emulated(cpu_torch, rng, tp8_bundle):
     # The smallest M at B = 16 whose rows reach the kernel's range.
     ms = sorted({-(-k.min_rows // B) for k in kernels
                  if k.min_rows <= 256 * B})
-    # K-up's ranges start at rows 1 and 2049 (M 1, 129); V-up's at 1, 257
-    # and 4097 (M 1, 17, 257: past M = 256).
+    # K-up's ranges start at rows 1, 513, 2049 and 8193 (M 1, 33, 129, 513:
+    # past M = 256); V-up's at 1, 2049, 4097 and 8193 (M 1, 129, 257, 513:
+    # the last two past M = 256; 16385 up is not planned for 1024 * 16 rows).
     assert sorted({(k.n, k.min_rows) for k in kernels}) == [
-        (128, 1), (128, 257), (128, 4097), (512, 1), (512, 2049)]
-    assert ms == [1, 17, 129], ms
+        (128, 1), (128, 2049), (128, 4097), (128, 8193),
+        (512, 1), (512, 513), (512, 2049), (512, 8193)]
+    assert ms == [1, 33, 129], ms
     bundle = mla_fp8.load_bundle(tp8_bundle)
     # Each M but the first begins a range of one projection.
     for m in ms[1:]:

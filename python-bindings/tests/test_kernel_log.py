@@ -57,11 +57,12 @@ def test_once_per_kernel_and_device(monkeypatch, session_bundle, caplog,
         kernel = bundle.find_kernel("gfx942", 512, 128, 8, 16)
         call(*k_up(torch, m=8), transpose_bm_in=True, transpose_bm=True)
         (line,) = lines(caplog)
-        # K-up at 128 rows: the table's first range (1-2048), the only one
-        # planned for 64 * 16 rows, made unbounded.
-        assert (kernel.min_rows, kernel.max_rows) == (1, 0)
+        # K-up at 128 rows: the table's first range (1-512); the second
+        # (513-2048) is the last one planned for 64 * 16 rows, made
+        # unbounded.
+        assert (kernel.min_rows, kernel.max_rows) == (1, 512)
         assert line.startswith(f"cuda:0 runs {kernel.symbol} (gfx942, B*M "
-                               f"1..inf, from ")
+                               f"1..512, from ")
         assert line.endswith("for B=16 M=8 N=512 K=128 (transpose_bm_in, "
                              "transpose_bm)")
         # The same kernel for another M or B, the same call again: nothing
@@ -72,25 +73,30 @@ def test_once_per_kernel_and_device(monkeypatch, session_bundle, caplog,
         call(*k_up(torch, m=64, batch=2), transpose_bm_in=True,
              transpose_bm=True)
         assert len(lines(caplog)) == 1
-        # Other kernels: V-up's at B * M = 128 and, one range up, 272 rows;
-        # then the first one on another device.
+        # Other kernels: V-up's at B * M = 128 (its one range, 1 up: the
+        # same kernel again at 256 and 272 rows) and K-up's one range up, at
+        # 528 rows (512 rows are still the first K-up kernel's); then the
+        # first one on another device.
         low = bundle.find_kernel("gfx942", 128, 512, 8, 16)
-        high = bundle.find_kernel("gfx942", 128, 512, 17, 16)
+        high = bundle.find_kernel("gfx942", 512, 128, 33, 16)
         assert (low.min_rows, low.max_rows, high.min_rows, high.max_rows) \
-            == (1, 256, 257, 0)
+            == (1, 0, 513, 0)
+        assert bundle.find_kernel("gfx942", 512, 128, 32, 16) is kernel
         for m in (8, 16, 17):
             x, w, s, out = v_up(torch, m=m)
             call(x, w, s, YQ=out, transpose_bm=True)
+        for m in (32, 33):
+            call(*k_up(torch, m=m), transpose_bm_in=True, transpose_bm=True)
         call(*k_up(torch, m=8, dev=FakeDevice("cuda", 1)),
              transpose_bm_in=True, transpose_bm=True)
         new = lines(caplog)[1:]
         assert len(new) == 3
         assert new[0].startswith(f"cuda:0 runs {low.symbol} (gfx942, B*M "
-                                 f"1..256, from ")
+                                 f"1..inf, from ")
         assert "for B=16 M=8 N=128 K=512" in new[0]
         assert new[1].startswith(f"cuda:0 runs {high.symbol} (gfx942, B*M "
-                                 f"257..inf, from ")
-        assert "for B=16 M=17 N=128 K=512" in new[1]
+                                 f"513..inf, from ")
+        assert "for B=16 M=33 N=512 K=128" in new[1]
         assert new[2].startswith(f"cuda:1 runs {kernel.symbol} ")
 
         # numpy: the emulator is a device of its own.

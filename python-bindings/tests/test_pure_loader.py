@@ -22,11 +22,11 @@ from mla_fp8 import _mla_fp8 as native
 @pytest.fixture(scope="module")
 def small_bundle(tmp_path_factory):
     """One chip, few kernels: a code object small enough to damage often.
-    Planned up to M = 32 at B = 16 (512 rows): K-up's one range, 1 up, and
-    V-up's 1-256 (kernels[1], the one the mutations edit) and 257 up."""
+    Planned up to M = 33 at B = 16 (528 rows): K-up's 1-512 (kernels[0],
+    the one the mutations edit) and 513 up, and V-up's one range, 1 up."""
     directory = tmp_path_factory.mktemp("pure") / "small"
     mla_fp8.generate_bundle(directory, model="deepseek-r1", tp=[8],
-                            chips=["gfx942"], max_m=32)
+                            chips=["gfx942"], max_m=33)
     return directory
 
 
@@ -121,7 +121,8 @@ def _answers(directory):
 
 
 def _kernel_mutations():
-    """Edits of kernels[1], as the C++ loader test makes them."""
+    """Edits of kernels[0] (K-up's 1-512, next to its 513 up), as the C++
+    loader test makes them."""
     def grid(axis, value):
         return lambda k: k["grid"].__setitem__(axis, value)
 
@@ -163,8 +164,8 @@ def _kernel_mutations():
         field("in_type", "f32"), field("in_type", "\0"),
         field("projection", "q_up"),
         field("symbol", "mla_fp8_n32_k64_g128_bf16_gfx942_r257_512"),
-        field("symbol", "mla_fp8_n128_k512_g128_bf16_gfx942_r257_inf"),
-        field("symbol", "mla_fp8_n128_k512_g128_bf16_gfx942_m1_256"),
+        field("symbol", "mla_fp8_n512_k128_g128_bf16_gfx942_r513_inf"),
+        field("symbol", "mla_fp8_n512_k128_g128_bf16_gfx942_m1_512"),
         field("symbol", 7), field("n", -64), field("n", "64"),
         field("n", 1e300), field("n", 2 ** 64), field("k", 0),
         field("group_size", 96), field("group_size", 8),
@@ -172,8 +173,8 @@ def _kernel_mutations():
         field("min_rows", 2 ** 31), field("min_rows", "1"),
         field("max_rows", 1), field("max_rows", -1),
         field("max_rows", 2 ** 31),
-        field("max_rows", 0), field("min_rows", 300), rows(300, 256, True),
-        rows(1, 0, True), rows(1, 2 ** 31 - 1, True), rows(2, 256, True),
+        field("max_rows", 0), field("min_rows", 600), rows(600, 512, True),
+        rows(1, 0, True), rows(1, 2 ** 31 - 1, True), rows(2, 512, True),
         lambda k: k.__setitem__("min_m", k.pop("min_rows")),
         lambda k: k.__setitem__("max_m", k.pop("max_rows")),
         field("kernarg_size", 2 ** 40),
@@ -186,7 +187,7 @@ def _kernel_mutations():
         tile("split_k", 2), tile("waves", 0), tile("block_m", 4097),
         tile("mfma", "m16n16k128"), tile("mfma", "m8n8k8"),
         tile("mfma", "m32n32k16"), tile("stages", 5), tile("occupancy", 1),
-        tile("max_rows", 0), tile("min_rows", 2), tile("max_rows", 255),
+        tile("max_rows", 0), tile("min_rows", 2), tile("max_rows", 511),
         tile("min_rows", 0), lambda k: k["tile"].pop("max_rows"),
         lambda k: k["tile"].__setitem__("min_m", k["tile"].pop("min_rows")),
         arg(5, "offset", 48), arg(3, "name", "scale"),
@@ -241,7 +242,7 @@ def _manifest_mutations():
 def test_mutations_get_the_same_answer(small_bundle, tmp_path):
     _, pristine = _copy(small_bundle, tmp_path, "pristine")
     assert _answers(tmp_path / "pristine") == (None, None)
-    cases = [("kernel", i, lambda m, f=f: f(m["chips"][0]["kernels"][1]))
+    cases = [("kernel", i, lambda m, f=f: f(m["chips"][0]["kernels"][0]))
              for i, f in enumerate(_kernel_mutations())]
     cases += [("manifest", i, f) for i, f in enumerate(_manifest_mutations())]
     refused = 0
@@ -255,7 +256,8 @@ def test_mutations_get_the_same_answer(small_bundle, tmp_path):
         assert python_answer == native_answer, (what, index)
         refused += native_answer is not None
     # Most edits are refused; the few accepted ones (" ceil( M / 16 ) ",
-    # "per-batch" spelled as the compiler accepts it, ...) by both.
+    # which reads as ceil(M/16); args[2]'s kind set to the "by_value" it
+    # already has) by both.
     assert refused >= len(cases) - 4
 
 
@@ -360,24 +362,24 @@ def test_emulator_refuses_a_bundle_changed_since_it_was_loaded(
                                        np.ones(1, np.float32), y) > 0
 
 
-V_UP_SYMBOL = "mla_fp8_n128_k512_g128_bf16_gfx942_r{}"
+K_UP_SYMBOL = "mla_fp8_n512_k128_g128_bf16_gfx942_r{}"
 
 
 @pytest.mark.parametrize("old,new,overlapped", [
-    ("257_inf", "255_inf", "1_256"), ("257_inf", "256_inf", "1_256"),
-    ("1_256", "1_257", "1_256"), ("1_256", "2_256", None),
-    ("257_inf", "258_inf", None),
+    ("513_inf", "511_inf", "1_512"), ("513_inf", "512_inf", "1_512"),
+    ("1_512", "1_513", "1_512"), ("1_512", "2_512", None),
+    ("513_inf", "514_inf", None),
 ], ids=["two-rows", "one-row", "upper-edge", "from-2", "gap"])
 def test_ranges_of_rows_get_the_same_answer(small_bundle, tmp_path, old, new,
                                             overlapped):
-    """A code object whose V-up kernel is renamed (same length, so the ELF
+    """A code object whose K-up kernel is renamed (same length, so the ELF
     stays well formed) to another range of rows, the manifest following:
     ranges that overlap are refused, naming the earlier kernel; a range that
     leaves rows unserved loads, and those rows find no kernel."""
     directory, manifest = _copy(small_bundle, tmp_path, new)
     name = manifest["chips"][0]["code_object"]
     data = (directory / name).read_bytes()
-    before, after = V_UP_SYMBOL.format(old), V_UP_SYMBOL.format(new)
+    before, after = K_UP_SYMBOL.format(old), K_UP_SYMBOL.format(new)
     assert before.encode() in data and after.encode() not in data
     data = data.replace(before.encode(), after.encode())
     (directory / name).write_bytes(data)
@@ -387,10 +389,10 @@ def test_ranges_of_rows_get_the_same_answer(small_bundle, tmp_path, old, new,
     symbols = [k["symbol"] for k in chip["kernels"]]
     index = symbols.index(before)
     kernel = chip["kernels"][index]
-    # The entry the loader names: the later of the two V-up entries is
+    # The entry the loader names: the later of the two K-up entries is
     # refused for overlapping the earlier one.
-    low_index = symbols.index(V_UP_SYMBOL.format("1_256"))
-    high_index = symbols.index(V_UP_SYMBOL.format("257_inf"))
+    low_index = symbols.index(K_UP_SYMBOL.format("1_512"))
+    high_index = symbols.index(K_UP_SYMBOL.format("513_inf"))
     overlaps = None if overlapped is None else low_index
     low, high = new.split("_")
     kernel["symbol"] = after
@@ -410,13 +412,13 @@ def test_ranges_of_rows_get_the_same_answer(small_bundle, tmp_path, old, new,
     assert native_answer is None
     bundle = mla_fp8.load_bundle(directory)
     other = native.Bundle(os.fsencode(directory))
-    for m in (1, 2, 255, 256, 257, 258, 1000):
+    for m in (1, 2, 32, 33, 256, 257, 511, 512, 513, 514, 1000):
         for b in (1, 2, 16):
-            mine = bundle.find_kernel("gfx942", 128, 512, m, b)
-            theirs = other.find_kernel("gfx942", 128, 512, m, b, "bf16",
+            mine = bundle.find_kernel("gfx942", 512, 128, m, b)
+            theirs = other.find_kernel("gfx942", 512, 128, m, b, "bf16",
                                        "per_tensor", 128, "bf16", False)
             assert (mine and mine._key) == (theirs and theirs["key"]), (m, b)
-            unserved = m * b == (1 if new == "2_256" else 257)
+            unserved = m * b == (1 if new == "2_512" else 513)
             assert (mine is None) == unserved, (m, b)
 
 
@@ -474,7 +476,7 @@ def test_lookups_match_the_native_ones(session_bundle):
     shapes |= {("gfx942", 512, 256, 128, "bf16", "bf16", "per_tensor",
                 False), ("gfx90a", 512, 128, 128, "bf16", "bf16",
                          "per_tensor", False)}
-    # The rows B * M at the ranges' edges (V-up's 256 | 257 on both chips),
+    # The rows B * M at the ranges' edges (gfx942 K-up's 512 | 513),
     # through several B; M or B 0 (the empty launch), and M, B and B * M at
     # and past 2^31 - 1 (no kernel past it for M or B, as natively).
     ms = (0, 1, 2, 3, 16, 17, 63, 64, 65, 128, 129, 256, 257, 512, 513, 1000,

@@ -249,22 +249,25 @@ def test_run_kernel_emulated(rng, session_bundle):
     with pytest.raises(ValueError, match="^w_scale"):
         mla_fp8.run_kernel_emulated(bundle, kernel, x, w, ws.repeat(B),
                                     y.transpose(1, 0, 2))
-    # The kernel runs only the launches its range of rows (B * M) holds:
-    # 1 to 256 here, whatever B and M make them.
-    assert (kernel.min_rows, kernel.max_rows) == (1, 256)
-    for b, rows in ((1, 256), (2, 128), (B, 16)):
-        x, w, ws = operands(rng, *V_UP, rows, b=b)
-        y = np.zeros((b, rows, V_UP[0]), np.uint16)
+    # A kernel runs only the launches its range of rows (B * M) holds:
+    # gfx942's first K-up kernel, 1 to 512 here (the bundle's V-up kernel
+    # serves every B * M), whatever B and M make them.
+    assert (kernel.min_rows, kernel.max_rows) == (1, 0)
+    kernel = bundle.find_kernel("gfx942", *K_UP, m, B)
+    assert (kernel.min_rows, kernel.max_rows) == (1, 512)
+    for b, rows in ((1, 512), (2, 256), (B, 32)):
+        x, w, ws = operands(rng, *K_UP, rows, b=b)
+        y = np.zeros((b, rows, K_UP[0]), np.uint16)
         assert mla_fp8.run_kernel_emulated(bundle, kernel, x, w, ws, y) > 0
         assert_close(y, reference(x, w, ws))
-    for b, rows in ((B, 17), (1, 257), (2, 129)):
-        x, w, ws = operands(rng, *V_UP, rows, b=b)
+    for b, rows in ((B, 33), (1, 513), (2, 257)):
+        x, w, ws = operands(rng, *K_UP, rows, b=b)
         with pytest.raises(RuntimeError, match=re.escape(
-                f"kernel '{kernel.symbol}' serves the launches of 1 to 256 "
+                f"kernel '{kernel.symbol}' serves the launches of 1 to 512 "
                 f"rows (B * M), not B = {b}, M = {rows}")):
             mla_fp8.run_kernel_emulated(
                 bundle, kernel, x, w, ws,
-                np.zeros((b, rows, V_UP[0]), np.uint16))
+                np.zeros((b, rows, K_UP[0]), np.uint16))
 
 
 def test_quantize_weights_for_chip(rng):

@@ -108,10 +108,12 @@ llvm::StringRef getMetadataValueKind(ArgKind kind);
 inline constexpr unsigned kKernargBytes = 88;
 
 /// The leading arguments the kernels preload into SGPRs (gfx942 and gfx950
-/// kernarg preloading: the command processor writes them before the wave
-/// starts, ISA-NOTES section 1): x, its strides, m, w, w_scale and y, 14
-/// dwords, as many as the 16 user SGPRs hold beside the kernarg pointer. The
-/// first address a kernel computes, X's, then waits for no scalar load.
+/// kernarg preloading: the command processor writes them after the user
+/// SGPRs before the wave starts, and the code object begins with a 256-byte
+/// prologue that loads them itself where the firmware does not): x, its
+/// strides, m, w, w_scale and y, 14 dwords, as many as the 16 user SGPRs
+/// hold beside the kernarg pointer. The first address a kernel computes,
+/// X's, then waits for no scalar load.
 inline constexpr unsigned kPreloadedArgs = 7;
 
 /// Alignment in bytes of the split-K workspace and of each of its blocks.
