@@ -172,7 +172,10 @@ std::string mlir::mlafp8::renderHeader(const std::vector<ChipBundle> &chips) {
         "enum {\n";
   for (const kernel_abi::KernelArg &a : kernel_abi::getKernelArgs())
     os << "  mla_fp8_arg_" << a.name << "_offset = " << a.offset << ",\n";
-  os << "  mla_fp8_kernarg_bytes = " << kernel_abi::kKernargBytes
+  // The manifest's schema version: the argument offsets above are its; an
+  // embedder compares it with the manifest it loads.
+  os << "  mla_fp8_kernarg_bytes = " << kernel_abi::kKernargBytes << ",\n"
+     << "  mla_fp8_manifest_schema_version = " << kManifestSchemaVersion
      << "\n};\n\n"
         "typedef struct mla_fp8_kernel {\n"
         "  const char *chip;        /* code object: <chip>.hsaco */\n"

@@ -210,6 +210,25 @@ replayTogether(const DeviceTiming &device, ArrayRef<double> latencyScales,
   auto running = [&](unsigned i) {
     return next[i] < records[i % numWaves].size();
   };
+  // Opens the barrier of the copy whose first wave is `first`: its waiting
+  // waves leave together, at the latest arrival on each clock.
+  auto openBarrier = [&](unsigned first) {
+    bool any = false;
+    for (unsigned s = 0; s < waves[0]->getNumScales(); ++s) {
+      uint64_t open = 0;
+      for (unsigned w = first; w < first + numWaves; ++w)
+        if (atBarrier[w])
+          open = std::max(open, waves[w]->now(s));
+      for (unsigned w = first; w < first + numWaves; ++w)
+        if (atBarrier[w])
+          waves[w]->leaveBarrier(s, open);
+    }
+    for (unsigned w = first; w < first + numWaves; ++w) {
+      any |= atBarrier[w];
+      atBarrier[w] = false;
+    }
+    return any;
+  };
   while (true) {
     std::optional<unsigned> earliest;
     for (unsigned i = 0; i < total; ++i)
@@ -219,22 +238,8 @@ replayTogether(const DeviceTiming &device, ArrayRef<double> latencyScales,
     if (!earliest) {
       // Every running wave waits at a barrier (or none runs): open them.
       bool any = false;
-      for (unsigned c = 0; c < copies; ++c) {
-        unsigned first = c * numWaves;
-        for (unsigned s = 0; s < waves[0]->getNumScales(); ++s) {
-          uint64_t open = 0;
-          for (unsigned i = first; i < first + numWaves; ++i)
-            if (atBarrier[i])
-              open = std::max(open, waves[i]->now(s));
-          for (unsigned i = first; i < first + numWaves; ++i)
-            if (atBarrier[i])
-              waves[i]->leaveBarrier(s, open);
-        }
-        for (unsigned i = first; i < first + numWaves; ++i) {
-          any |= atBarrier[i];
-          atBarrier[i] = false;
-        }
-      }
+      for (unsigned c = 0; c < copies; ++c)
+        any |= openBarrier(c * numWaves);
       if (!any)
         break;
       continue;
@@ -246,27 +251,21 @@ replayTogether(const DeviceTiming &device, ArrayRef<double> latencyScales,
       errs() << "t=" << waves[i]->now(0) << "  "
              << format_hex(step.inst->pc, 8) << "  " << step.inst->text
              << "\n";
-    if (step.inst->timing == TimingKind::Barrier) {
+    if (step.inst->timing == TimingKind::Barrier)
       atBarrier[i] = true;
+    if (atBarrier[i] || !running(i)) {
       // A barrier opens as soon as the copy's other running waves are
-      // there too; the waves of other copies go on meanwhile.
+      // there too (a wave that ends leaves it), while the waves of other
+      // copies go on.
       unsigned first = i / numWaves * numWaves;
       bool all = true;
-      for (unsigned w = first; w < first + numWaves; ++w)
+      bool waiting = false;
+      for (unsigned w = first; w < first + numWaves; ++w) {
         all &= atBarrier[w] || !running(w);
-      if (all) {
-        for (unsigned s = 0; s < waves[0]->getNumScales(); ++s) {
-          uint64_t open = 0;
-          for (unsigned w = first; w < first + numWaves; ++w)
-            if (atBarrier[w])
-              open = std::max(open, waves[w]->now(s));
-          for (unsigned w = first; w < first + numWaves; ++w)
-            if (atBarrier[w])
-              waves[w]->leaveBarrier(s, open);
-        }
-        for (unsigned w = first; w < first + numWaves; ++w)
-          atBarrier[w] = false;
+        waiting |= atBarrier[w];
       }
+      if (all && waiting)
+        openBarrier(first);
     }
   }
   return waves;
@@ -445,7 +444,8 @@ Error EmulatorImpl::runWorkgroup(const KernelInfo &k, const DispatchConfig &cfg,
                                         cfg.timing->latencyScales,
                                         chip.simdsPerCU, records,
                                         std::max(coResident, 1u), together,
-                                        wg == std::array<uint32_t, 3>{}
+                                        wg == std::array<uint32_t, 3>{} &&
+                                                cfg.traceWave < int(numWaves)
                                             ? cfg.traceWave
                                             : -1),
                          group, *timing);

@@ -35,10 +35,11 @@ struct WorkgroupAccumulator {
 };
 
 /// The busy intervals of one pipe that several waves share, on one clock.
-/// Waves reserve it in the order the emulator runs them, not in time order,
-/// so a reservation takes the earliest free interval at or after the time
-/// asked: a wave run later fills the gaps an earlier one left, which is the
-/// oldest-first arbitration of the hardware's instruction scheduler.
+/// A reservation takes the earliest free interval at or after the time
+/// asked. The timed replay (Dispatch.cpp) asks in time order, the earliest
+/// wave first, which is the oldest-first arbitration of the hardware; a
+/// workgroup too long to record is timed wave after wave, and then a wave
+/// timed later fills the gaps an earlier one left.
 class PipeCalendar {
 public:
   /// Reserves `length` cycles at the earliest start >= `at` where the pipe

@@ -49,8 +49,8 @@ class Kernel:
       args: list of dicts (name, offset, size, kind, meaning, hidden); an
         explicit argument's name is the manifest's `name` field, which the
         loader checked against the kernel ABI (`meaning` is prose for people)
-      arg_offsets: {name: offset} of the explicit arguments (x, w, w_scale,
-        bias, y, m, x_stride_b, x_stride_m, y_stride_b, y_stride_m,
+      arg_offsets: {name: offset} of the explicit arguments (x, x_stride_b,
+        x_stride_m, m, w, w_scale, y, bias, y_stride_b, y_stride_m,
         workspace): launchers pack by these names
       workspace_bytes_per_block: bytes of zeroed scratch memory per
         (batch, M block) the kernel's `workspace` argument needs; 0: none

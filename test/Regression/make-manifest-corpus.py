@@ -48,7 +48,7 @@ def missing_symbol(m):
 
 
 def moved_arg(m):
-    # "m" moves onto x_stride_b: the layout no longer matches the kernel's.
+    # "m" moves onto w: the layout no longer matches the kernel's.
     for arg in kup(m)["args"]:
         if arg.get("name") == "m":
             arg["offset"] += 8
@@ -56,7 +56,7 @@ def moved_arg(m):
 
 def renamed_arg(m):
     # The sixth argument claims another argument's name: a launcher packing
-    # by name would put x_stride_b where the kernel reads m.
+    # by name would put x_stride_b where the kernel reads w_scale.
     kup(m)["args"][5]["name"] = "x_stride_b"
 
 

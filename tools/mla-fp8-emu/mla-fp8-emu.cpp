@@ -127,7 +127,9 @@ static cl::opt<uint64_t> maxStepsOpt("emu-max-steps",
                                      cl::init(50'000'000), cl::cat(category));
 static cl::opt<int>
     traceOpt("trace-wave",
-             cl::desc("Trace wave N of workgroup (0,0,0) to stderr (-1 = off)"),
+             cl::desc("Trace wave N of workgroup (0,0,0) to stderr (-1 = "
+                      "off); with --timing, then also the timed replay's "
+                      "steps, each as t=CYCLE ADDRESS TEXT"),
              cl::init(-1), cl::cat(category));
 static cl::opt<bool> noPreload(
     "no-kernarg-preload",

@@ -141,7 +141,9 @@ struct DispatchConfig {
   /// Worker threads over workgroups (0 = hardware concurrency).
   unsigned threads = 1;
   /// Prints every instruction of wave `traceWave` of workgroup (0,0,0) with
-  /// its first result (lanes 0..3) to stderr; -1 = off.
+  /// its first result (lanes 0..3) to stderr; -1 = off. With the timing
+  /// model on, the timed replay then prints each of its steps again as
+  /// `t=<cycle at the nominal latency after it>  <address>  <text>`.
   int traceWave = -1;
   /// Runs the timing model (mla-fp8/Emulator/Timing.h) alongside. With a
   /// `classify` function only one workgroup per class runs, so the outputs

@@ -110,11 +110,12 @@ protected:
   Value workspace;
   /// Y's element offset of the tile's first row, batch * y_stride_b + m0 *
   /// y_stride_m, computed right after the first group's loads (null until
-  /// then; the epilogue computes it itself where it is null). Its scalar
+  /// then; the epilogue computes it itself where it is null). In a kernel
+  /// of one basic block up to the barrier (single-pass tiles), the scalar
   /// loads of the strides, which are not preloaded, are then issued early
-  /// and return while the wave waits for X; placed at their first use in
-  /// the epilogue, their wait would hold the wave at the quantization's LDS
-  /// wait, which also counts scalar loads.
+  /// and return while the wave waits for X. Where a branch (a pass past M)
+  /// splits the block, LLVM still sinks them to their use, and their wait
+  /// joins the quantization's LDS wait, which also counts scalar loads.
   Value yTileBase;
   Value ldsA, ldsScales;
   /// The LDS copy (of p.ldsBuffers) that quantization writes and the MFMAs

@@ -150,8 +150,9 @@ void KernelEmitter::quantizeRows(ValueRange xChunks) {
         }
         // Every lane of the row stores the row's scale, the same value to
         // the same dword: no branch, which would split the kernel's block
-        // (and let LLVM sink the scalar loads of late kernel arguments to
-        // their uses, behind this LDS wait).
+        // and let LLVM sink the scalar loads of late kernel arguments to
+        // their uses, behind this LDS wait (in single-pass tiles; tiles with
+        // a pass past M branch there anyway).
         memref::StoreOp::create(b, scale, ldsScales, ValueRange{scaleRow(row)});
       };
       if ((pass + 1) * p.rowsPerPass > blockM) {

@@ -19,7 +19,7 @@ def option(args, flag):
 def report(us, kernel):
     terms = {"latency_scale": 1, "kernel_us": us, "limiter": "latency",
              "lower_bound_us": us / 2, "floor_us": us / 2}
-    return {"model_version": 2, "device": "MI300X", "kernel": kernel,
+    return {"model_version": 3, "device": "MI300X", "kernel": kernel,
             "launch_overhead_us": 4,
             **terms, "sensitivity": [
                 {**terms, "latency_scale": scale, "kernel_us": us * scale,
