@@ -171,8 +171,8 @@ void OutputEpilogue::emit(ValueRange accs) {
   };
   Value tileBase =
       yTileBase ? yTileBase : add(mul(batch, yStrideB), mul(m0, yStrideM));
-  Value firstOffset = toI32(
-      add(add(tileBase, mul(firstRowInTile, yStrideM)), storeColumns[0]));
+  Value firstOffset =
+      toI32(add(add(tileBase, mul(firstRowInTile, yStrideM)), storeColumns[0]));
   Value yStrideM32 = toI32(yStrideM);
   Value firstRow32 = toI32(firstRowInTile);
   Value tileRows =
