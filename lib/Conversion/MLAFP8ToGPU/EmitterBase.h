@@ -99,6 +99,11 @@ protected:
     return add(mul(laneGroup, p.mfma->accRowsPerRun),
                accumulatorRowOfLane0(element));
   }
+  /// Y's element offset of the tile's first row: yTileBase where it was
+  /// computed early, else computed here.
+  Value getYTileBase() {
+    return yTileBase ? yTileBase : add(mul(batch, yStrideB), mul(m0, yStrideM));
+  }
   int64_t accumulatorRowOfLane0(int64_t element) const {
     return p.mfma->getAccumulatorElement(0, element).row;
   }

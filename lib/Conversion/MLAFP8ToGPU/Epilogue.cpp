@@ -169,10 +169,8 @@ void OutputEpilogue::emit(ValueRange accs) {
   auto toI32 = [&](Value index) {
     return arith::IndexCastOp::create(b, i32Type, index);
   };
-  Value tileBase =
-      yTileBase ? yTileBase : add(mul(batch, yStrideB), mul(m0, yStrideM));
-  Value firstOffset =
-      toI32(add(add(tileBase, mul(firstRowInTile, yStrideM)), storeColumns[0]));
+  Value firstOffset = toI32(
+      add(add(getYTileBase(), mul(firstRowInTile, yStrideM)), storeColumns[0]));
   Value yStrideM32 = toI32(yStrideM);
   Value firstRow32 = toI32(firstRowInTile);
   Value tileRows =

@@ -71,7 +71,7 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
   // In straight-line code (not inside the K loop), the first group's loads
   // are followed by the epilogue's uniform Y offset (EmitterBase::yTileBase).
   if (!yTileBase && isa<gpu::GPUFuncOp>(b.getInsertionBlock()->getParentOp()))
-    yTileBase = add(mul(batch, yStrideB), mul(m0, yStrideM));
+    yTileBase = getYTileBase();
   return loads;
 }
 
