@@ -36,23 +36,18 @@ llvm::Expected<std::vector<KernelGroupSpec>>
 mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
   if (llvm::Error err = checkKernelSetOptions(options))
     return std::move(err);
-  const ModelDims &dims = options.dims;
-  std::vector<int64_t> batches, degrees;
-  for (int64_t tp : options.tp)
-    if (dims.heads % tp == 0 && !llvm::is_contained(degrees, tp)) {
-      degrees.push_back(tp);
-      batches.push_back(dims.heads / tp);
-    }
-
-  // K-up: q_nope (H, M, P) x W_UK (H, L, P); V-up: o (H, M, L) x W_UV (H, V,
-  // L).
-  struct Projection {
-    const char *name;
-    int64_t n, k;
+  // Each projection's batches at the TP degrees that divide its batch at TP
+  // 1 (the heads, or the output groups), in the order given.
+  auto batchesOf = [&](int64_t atTp1, std::vector<int64_t> &batches,
+                       std::vector<int64_t> &degrees) {
+    for (int64_t tp : options.tp)
+      if (options.dims.splitsOver(tp) && !llvm::is_contained(degrees, tp)) {
+        degrees.push_back(tp);
+        batches.push_back(atTp1 / tp);
+      }
   };
-  const Projection projections[] = {
-      {"k_up", dims.kvLoraRank, dims.qkNopeHeadDim},
-      {"v_up", dims.vHeadDim, dims.kvLoraRank}};
+  const SmallVector<ModelProjection, 3> projections =
+      getModelProjections(options.dims);
 
   // Each chip, activation type and epilogue once, in the order given.
   auto unique = [](const std::vector<std::string> &names) {
@@ -69,11 +64,10 @@ mlir::mlafp8::buildKernelSet(const KernelSetOptions &options) {
   for (llvm::StringRef chipName : unique(options.chips))
     for (llvm::StringRef inType : unique(options.inTypes))
       for (bool bias : biases)
-        for (const Projection &projection : projections) {
+        for (const ModelProjection &projection : projections) {
           KernelGroupSpec spec;
-          spec.projection = projection.name;
-          spec.batches = batches;
-          spec.tp = degrees;
+          spec.projection = projection.name.str();
+          batchesOf(projection.batchAtTp1, spec.batches, spec.tp);
           spec.kernel.chip = chipName.str();
           spec.kernel.n = projection.n;
           spec.kernel.k = projection.k;

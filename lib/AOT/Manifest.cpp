@@ -144,6 +144,9 @@ std::string mlir::mlafp8::renderManifest(const BundleOptions &options,
                           {"kv_lora_rank", ks.dims.kvLoraRank},
                           {"qk_nope_head_dim", ks.dims.qkNopeHeadDim},
                           {"v_head_dim", ks.dims.vHeadDim},
+                          {"o_groups", ks.dims.outputGroups},
+                          {"o_lora_rank", ks.dims.outputLoraRank},
+                          {"head_dim", ks.dims.headDim},
                           {"max_m", ks.maxM},
                           {"chips", std::move(chipArray)}};
   std::string text;

@@ -80,14 +80,40 @@ mlir::mlafp8::checkKernelDescription(const kernel_abi::KernelDescription &d,
 }
 
 llvm::Error mlir::mlafp8::checkKernelSetOptions(const KernelSetOptions &o) {
-  const std::pair<const char *, int64_t> dims[] = {
-      {"heads", o.dims.heads},
-      {"kv_lora_rank", o.dims.kvLoraRank},
-      {"qk_nope_head_dim", o.dims.qkNopeHeadDim},
-      {"v_head_dim", o.dims.vHeadDim}};
-  for (auto [name, value] : dims)
-    if (llvm::Error error = checkDimension(name, value))
+  const ModelDims &d = o.dims;
+  if (llvm::Error error = checkDimension("heads", d.heads))
+    return error;
+  // A model has the absorb bmms, grouped output projections, or both; each
+  // with all of its dimensions.
+  const std::pair<const char *, int64_t> absorb[] = {
+      {"kv_lora_rank", d.kvLoraRank},
+      {"qk_nope_head_dim", d.qkNopeHeadDim},
+      {"v_head_dim", d.vHeadDim}};
+  const std::pair<const char *, int64_t> output[] = {
+      {"o_groups", d.outputGroups},
+      {"o_lora_rank", d.outputLoraRank},
+      {"head_dim", d.headDim}};
+  if (!d.hasAbsorbBmms() && !d.hasOutputGroups())
+    return makeError("kv_lora_rank must be between 1 and " +
+                     llvm::Twine(kMaxModelDimension) + ", got 0");
+  for (auto [name, value] : absorb)
+    if (d.hasAbsorbBmms() || value != 0)
+      if (llvm::Error error = checkDimension(name, value))
+        return error;
+  for (auto [name, value] : output)
+    if (d.hasOutputGroups() || value != 0)
+      if (llvm::Error error = checkDimension(name, value))
+        return error;
+  if (d.hasOutputGroups()) {
+    if (d.heads % d.outputGroups != 0)
+      return makeError(llvm::formatv(
+          "o_groups {0} does not divide the {1} heads", d.outputGroups,
+          d.heads));
+    if (llvm::Error error =
+            checkDimension("wo_a's K (heads * head_dim / o_groups)",
+                           d.heads / d.outputGroups * d.headDim))
       return error;
+  }
   if (llvm::Error error = checkKernelFields(o.maxM, o.groupSize, o.outType))
     return error;
   if (o.inTypes.empty())
@@ -104,22 +130,27 @@ llvm::Error mlir::mlafp8::checkKernelSetOptions(const KernelSetOptions &o) {
       return makeError(describeUnsupportedChip(chip));
   if (o.tp.empty())
     return makeError("no tensor-parallel degree given");
+  // The heads (and the output groups) split over the ranks.
+  std::string what = d.hasOutputGroups()
+                         ? llvm::formatv("the {0} heads and {1} output groups",
+                                         d.heads, d.outputGroups)
+                               .str()
+                         : llvm::formatv("the {0} heads", d.heads).str();
   bool anyDivides = false;
   for (int64_t tp : o.tp) {
     if (tp < 1)
       return makeError(llvm::formatv(
           "tensor-parallel degree must be at least 1, got {0}", tp));
-    if (o.dims.heads % tp == 0)
+    if (d.splitsOver(tp))
       anyDivides = true;
     else if (o.tpExplicit)
       return makeError(llvm::formatv(
-          "tensor-parallel degree {0} does not divide the {1} heads of {2}", tp,
-          o.dims.heads, o.model));
+          "tensor-parallel degree {0} does not divide {1} of {2}", tp, what,
+          o.model));
   }
   if (!anyDivides)
-    return makeError(
-        llvm::formatv("no tensor-parallel degree divides the {0} heads of {1}",
-                      o.dims.heads, o.model));
+    return makeError(llvm::formatv(
+        "no tensor-parallel degree divides {0} of {1}", what, o.model));
   return llvm::Error::success();
 }
 
@@ -169,9 +200,17 @@ mlir::mlafp8::resolveKernelSetOptions(const KernelSetRequest &request) {
   options.bias = request.bias;
   for (const std::string &given : request.tiles) {
     auto [projection, spec] = llvm::StringRef(given).split(':');
-    if (projection != "k_up" && projection != "v_up")
-      return makeError("tile '" + given +
-                       "' must start with its projection, k_up: or v_up:");
+    SmallVector<ModelProjection, 3> projections =
+        getModelProjections(options.dims);
+    if (llvm::none_of(projections, [&](const ModelProjection &p) {
+          return p.name == projection;
+        })) {
+      std::string names;
+      for (const ModelProjection &p : projections)
+        names += (names.empty() ? "" : " or ") + p.name.str() + ":";
+      return makeError("tile '" + given + "' must start with its projection, " +
+                       names);
+    }
     if (llvm::any_of(options.tiles,
                      [&](const auto &t) { return t.first == projection; }))
       return makeError("more than one tile for " + projection.str());

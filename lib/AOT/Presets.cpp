@@ -7,11 +7,13 @@
 
 using namespace mlir::mlafp8;
 
-// heads, kv_lora_rank, qk_nope_head_dim, v_head_dim and torch_dtype as the
-// models' configs publish them (every one says bfloat16); `source` names the
-// config. The usual TP degrees are those of one 8-GPU node that divide the
-// heads: only 8 for the models too large for fewer GPUs.
+// heads, kv_lora_rank, qk_nope_head_dim, v_head_dim (or, for DeepSeek-V4,
+// o_groups, o_lora_rank and head_dim) and torch_dtype as the models' configs
+// publish them (every one says bfloat16); `source` names the config. The
+// usual TP degrees are those of one 8-GPU node that divide the heads: only 8
+// for the models too large for fewer GPUs, 1 for the 4B model.
 static const int64_t kTp1To8[] = {1, 2, 4, 8};
+static const int64_t kTp1[] = {1};
 static const int64_t kTp8[] = {8};
 static const int64_t kTp1To4[] = {1, 2, 4};
 static const ModelPreset kPresets[] = {
@@ -66,7 +68,48 @@ static const ModelPreset kPresets[] = {
      "bf16",
      kTp1To4,
      "zai-org/GLM-4.7-Flash"},
+    {"minicpm3-4b",
+     {40, 256, 64, 64},
+     "bf16",
+     kTp1,
+     "openbmb/MiniCPM3-4B (v_head_dim: hidden_size / heads)"},
+    // No absorb bmms (one shared 512-wide KV head); the attention output's
+    // 128 * 512 values split into 16 groups, each projected by its own wo_a:
+    // B = 16 / TP, N = 1024, K = 4096.
+    {"deepseek-v4-pro",
+     {128, 0, 0, 0, 16, 1024, 512},
+     "bf16",
+     kTp8,
+     "deepseek-ai/DeepSeek-V4-Pro"},
+    {"deepseek-v4-flash",
+     {64, 0, 0, 0, 8, 1024, 512},
+     "bf16",
+     kTp1To8,
+     "deepseek-ai/DeepSeek-V4-Flash"},
 };
+
+static const llvm::StringRef kProjectionNames[] = {"k_up", "v_up", "wo_a"};
+
+llvm::ArrayRef<llvm::StringRef> mlir::mlafp8::getProjectionNames() {
+  return kProjectionNames;
+}
+
+llvm::SmallVector<ModelProjection, 3>
+mlir::mlafp8::getModelProjections(const ModelDims &dims) {
+  llvm::SmallVector<ModelProjection, 3> projections;
+  // K-up: q_nope (H, M, P) x W_UK (H, L, P); V-up: o (H, M, L) x W_UV (H,
+  // V, L); wo_a: o (G, M, H * D / G) x wo_a (G, R, H * D / G).
+  if (dims.hasAbsorbBmms()) {
+    projections.push_back(
+        {"k_up", dims.kvLoraRank, dims.qkNopeHeadDim, dims.heads});
+    projections.push_back({"v_up", dims.vHeadDim, dims.kvLoraRank, dims.heads});
+  }
+  if (dims.hasOutputGroups())
+    projections.push_back({"wo_a", dims.outputLoraRank,
+                           dims.heads * dims.headDim / dims.outputGroups,
+                           dims.outputGroups});
+  return projections;
+}
 
 llvm::ArrayRef<ModelPreset> mlir::mlafp8::getModelPresets() { return kPresets; }
 
@@ -87,24 +130,34 @@ std::string mlir::mlafp8::describeModelPresets(llvm::StringRef separator) {
 }
 
 std::string mlir::mlafp8::formatModelPresetTable() {
+  const char *format = "{0,-17} {1,5} {2,7} {3,4} {4,3}  {5,-11} {6,-11} "
+                       "{7,-14} {8,-5} {9,-10} {10}\n";
   std::string text =
-      llvm::formatv("{0,-17} {1,5} {2,7} {3,4} {4,3}  {5,-11} "
-                    "{6,-11} {7,-5} {8,-10} {9}\n",
-                    "model", "heads", "kv_lora", "nope", "v", "K-up (N,K)",
-                    "V-up (N,K)", "dtype", "usual TP", "source config")
+      llvm::formatv(format, "model", "heads", "kv_lora", "nope", "v",
+                    "K-up (N,K)", "V-up (N,K)", "wo_a (G,N,K)", "dtype",
+                    "usual TP", "source config")
           .str();
+  // A dimension or projection the model does not have is "-".
+  auto dim = [](int64_t value) {
+    return value ? std::to_string(value) : std::string("-");
+  };
   for (const ModelPreset &preset : kPresets) {
     const ModelDims &d = preset.dims;
     std::string tp;
     for (int64_t degree : preset.usualTp)
       tp += (tp.empty() ? "" : ",") + std::to_string(degree);
-    text += llvm::formatv(
-                "{0,-17} {1,5} {2,7} {3,4} {4,3}  {5,-11} {6,-11} "
-                "{7,-5} {8,-10} {9}\n",
-                preset.name, d.heads, d.kvLoraRank, d.qkNopeHeadDim, d.vHeadDim,
-                llvm::formatv("{0},{1}", d.kvLoraRank, d.qkNopeHeadDim).str(),
-                llvm::formatv("{0},{1}", d.vHeadDim, d.kvLoraRank).str(),
-                preset.usualInType, tp, preset.source)
+    std::string shapes[3] = {"-", "-", "-"};
+    for (const ModelProjection &p : getModelProjections(d)) {
+      size_t column = llvm::find(kProjectionNames, p.name) - kProjectionNames;
+      shapes[column] =
+          column == 2
+              ? llvm::formatv("{0},{1},{2}", p.batchAtTp1, p.n, p.k).str()
+              : llvm::formatv("{0},{1}", p.n, p.k).str();
+    }
+    text += llvm::formatv(format, preset.name, d.heads, dim(d.kvLoraRank),
+                          dim(d.qkNopeHeadDim), dim(d.vHeadDim), shapes[0],
+                          shapes[1], shapes[2], preset.usualInType, tp,
+                          preset.source)
                 .str();
   }
   return text;

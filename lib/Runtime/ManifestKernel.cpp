@@ -65,7 +65,7 @@ void runtime::readKernel(ManifestReader &r, const json::Object &o,
                          std::array<GridDim, 3> &grid) {
   using R = ManifestReader;
   e.symbol = r.getString(o, "symbol", path);
-  e.projection = r.getChoice(o, "projection", path, {"k_up", "v_up"});
+  e.projection = r.getChoice(o, "projection", path, {"k_up", "v_up", "wo_a"});
   e.n = r.getInt(o, "n", path, 1, kMaxManifestN);
   e.k = r.getInt(o, "k", path, 1, kMaxManifestK);
   e.groupSize = r.getInt(o, "group_size", path, kernel_abi::kMinGroupSize,

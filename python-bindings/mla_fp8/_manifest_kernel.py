@@ -195,7 +195,8 @@ def _read_args(r, o, path, e):
 
 def _read_kernel(r, o, path, e, grid):
     e["symbol"] = r.get_string(o, "symbol", path)
-    e["projection"] = r.get_choice(o, "projection", path, ("k_up", "v_up"))
+    e["projection"] = r.get_choice(o, "projection", path,
+                                   ("k_up", "v_up", "wo_a"))
     e["n"] = r.get_int(o, "n", path, 1, _abi.MAX_MANIFEST_N)
     e["k"] = r.get_int(o, "k", path, 1, _abi.MAX_MANIFEST_K)
     e["group_size"] = r.get_int(o, "group_size", path, _abi.MIN_GROUP_SIZE,

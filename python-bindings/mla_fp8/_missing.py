@@ -133,6 +133,11 @@ def command(bundle, miss):
     model_shapes = {
         (manifest["kv_lora_rank"], manifest["qk_nope_head_dim"]),
         (manifest["v_head_dim"], manifest["kv_lora_rank"])}
+    # wo_a of a model with output groups (bundles before it lack the fields).
+    if manifest.get("o_groups"):
+        model_shapes.add((manifest["o_lora_rank"],
+                          manifest["heads"] * manifest["head_dim"] //
+                          manifest["o_groups"]))
     if (miss.n, miss.k) in model_shapes:
         tp = sorted({t for chip in manifest["chips"]
                      for kernel in chip["kernels"] for t in kernel["tp"]})

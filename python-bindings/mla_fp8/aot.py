@@ -60,7 +60,8 @@ def generate_bundle(output_dir, *, model="deepseek-r1", heads=0,
     the cache. `output_dir` may be missing, empty or an mla-fp8 bundle;
     `force` also replaces a bundle that holds other files (deleting them),
     never a directory that is not a bundle. `tiles` maps a projection
-    ("k_up", "v_up") to an explicit tile "BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]"
+    ("k_up", "v_up", or "wo_a" for a DeepSeek-V4 model) to an explicit tile
+    "BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]]"
     that serves every launch of it instead of the tile table (as `--tile`).
 
     The options are resolved and checked by the same code as mla-fp8-aot's

@@ -52,7 +52,8 @@ static cl::opt<int64_t>
 static cl::list<int64_t>
     tpDegrees("tp",
               cl::desc("Tensor-parallel degrees (default 1,2,4,8; defaults "
-                       "that do not divide the heads are skipped)"),
+                       "that do not divide the heads, or a DeepSeek-V4 "
+                       "preset's output groups, are skipped)"),
               cl::CommaSeparated, cl::cat(category));
 static cl::opt<int64_t>
     maxM("max-m",
@@ -94,9 +95,9 @@ static cl::list<std::string>
     tiles("tile",
           cl::desc("Explicit tile instead of the tile table, for tuning: "
                    "PROJECTION:BMxBNxWAVES:MFMA[:SPLIT_K[:STAGES]] (projection "
-                   "k_up or v_up; MFMA e.g. m16n16k32); one kernel then serves "
-                   "every launch (any B * M) of that projection. Repeat for "
-                   "both projections"),
+                   "k_up, v_up, or wo_a for a DeepSeek-V4 preset; MFMA e.g. "
+                   "m16n16k32); one kernel then serves every launch (any "
+                   "B * M) of that projection. Repeat for each projection"),
           cl::cat(category));
 static cl::opt<bool> bias("bias",
                           cl::desc("Also generate the kernels that add a "
@@ -128,8 +129,9 @@ static cl::opt<bool> listOnly("list",
 static cl::opt<bool>
     listModels("list-models",
                cl::desc("Print every model preset (heads, kv_lora_rank, "
-                        "qk_nope_head_dim, v_head_dim, the two projections' "
-                        "N and K, activation type, usual TP degrees, source "
+                        "qk_nope_head_dim, v_head_dim, its projections' "
+                        "shapes: K-up and V-up (N, K), wo_a (o_groups, N, "
+                        "K); activation type, usual TP degrees, source "
                         "config); generate nothing"),
                cl::cat(category));
 static cl::opt<std::string>

@@ -63,7 +63,7 @@ struct KernelSetOptions {
   bool bias = false;
   /// Of every code object: 5 (loads on ROCm 6.0+) or 6 (ROCm 6.3+).
   unsigned codeObjectVersion = kDefaultCodeObjectVersion;
-  /// Explicit tiles by projection ("k_up", "v_up"), each serving every launch
+  /// Explicit tiles by projection ("k_up", "v_up", "wo_a"), each serving every launch
   /// of its projection instead of the tile table's ranges.
   std::vector<std::pair<std::string, TileConfig>> tiles;
 };
@@ -71,7 +71,8 @@ struct KernelSetOptions {
 /// One compilation unit: one batched matmul of the model, Y[b] = X[b] W[b]^T,
 /// on one chip. It holds one kernel per range of launch rows (B * M).
 struct KernelGroupSpec {
-  /// "k_up" (q_nope x W_UK), "v_up" (o x W_UV) or an embedder's name.
+  /// "k_up" (q_nope x W_UK), "v_up" (o x W_UV), "wo_a" (the attention
+  /// output's groups x their wo_a) or an embedder's name.
   std::string projection;
   /// The batch sizes (heads per rank) and TP degrees the group serves. B is a
   /// run-time value: they do not change the code.

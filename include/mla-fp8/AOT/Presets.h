@@ -8,6 +8,7 @@
 #define MLA_FP8_AOT_PRESETS_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -15,7 +16,10 @@
 
 namespace mlir::mlafp8 {
 
-/// The MLA dimensions that decide the two batched matmuls of a layer.
+/// The attention dimensions that decide a layer's batched matmuls: the two
+/// MLA absorb bmms (kv_lora_rank, qk_nope_head_dim, v_head_dim; all 0 for a
+/// model without them) and a grouped low-rank output projection (o_groups,
+/// o_lora_rank, head_dim; all 0 for a model without one).
 struct ModelDims {
   /// Attention heads of the whole model (split over tensor-parallel ranks).
   int64_t heads = 0;
@@ -25,7 +29,40 @@ struct ModelDims {
   int64_t qkNopeHeadDim = 0;
   /// v_head_dim (V).
   int64_t vHeadDim = 0;
+  /// o_groups (G): the heads' outputs are split into G groups, each
+  /// projected by its own wo_a (split over tensor-parallel ranks).
+  int64_t outputGroups = 0;
+  /// o_lora_rank (R): wo_a's output width.
+  int64_t outputLoraRank = 0;
+  /// head_dim (D) of the attention output, which wo_a reduces over: each
+  /// group's wo_a has K = heads * D / G.
+  int64_t headDim = 0;
+
+  bool hasAbsorbBmms() const { return kvLoraRank != 0; }
+  bool hasOutputGroups() const { return outputGroups != 0; }
+  /// Whether `tp` ranks split the heads (and the output groups) evenly.
+  bool splitsOver(int64_t tp) const {
+    return tp >= 1 && heads % tp == 0 &&
+           (!hasOutputGroups() || outputGroups % tp == 0);
+  }
 };
+
+/// One batched matmul of a layer, Y (B, M, N) = X (B, M, K) x W (B, N, K)^T.
+struct ModelProjection {
+  /// Its manifest name: k_up (q_nope x W_UK), v_up (o x W_UV) or wo_a (the
+  /// attention output's groups x their wo_a).
+  llvm::StringRef name;
+  int64_t n = 0, k = 0;
+  /// The batch at TP 1 (heads, or o_groups for wo_a): B = this / TP.
+  int64_t batchAtTp1 = 0;
+};
+
+/// The manifest names a projection may have, in manifest order.
+llvm::ArrayRef<llvm::StringRef> getProjectionNames();
+
+/// The batched matmuls of a model with these dimensions: K-up and V-up when
+/// it has the absorb bmms, wo_a when it has output groups.
+llvm::SmallVector<ModelProjection, 3> getModelProjections(const ModelDims &dims);
 
 struct ModelPreset {
   llvm::StringRef name;

@@ -42,6 +42,22 @@ Value EmitterBase::loadVector(Value memref, Value offset, int64_t count,
                                       zero);
 }
 
+Value EmitterBase::loadTailVector(Value memref, Value base, Value column,
+                                  int64_t count, Type elementType,
+                                  int64_t align) {
+  if (p.tailColumns % count != 0)
+    return loadVector(memref, add(base, column), count, elementType, align,
+                      tailValid(column, count));
+  Value inside = ult(column, cst(p.tailColumns));
+  Value safe = arith::SelectOp::create(b, inside, column, cst(0));
+  Value loaded =
+      loadVector(memref, add(base, safe), count, elementType, align, Value());
+  auto type = VectorType::get({count}, elementType);
+  Value zero = arith::ConstantOp::create(
+      b, type, DenseElementsAttr::get(type, b.getZeroAttr(elementType)));
+  return arith::SelectOp::create(b, inside, loaded, zero);
+}
+
 Value EmitterBase::slice(Value v, int64_t start, int64_t size) {
   SmallVector<int64_t> positions;
   for (int64_t i = 0; i < size; ++i)

@@ -47,6 +47,16 @@ protected:
   /// reads zeros for the rest.
   Value loadVector(Value memref, Value offset, int64_t count, Type elementType,
                    int64_t align, Value valid = {});
+  /// Loads `count` elements at `memref[base + column]`, `column` a K-group
+  /// column of the partial last group and a multiple of `count`; those past
+  /// the group's tail read as zero. Where the tail is a multiple of `count`
+  /// (every K of the presets: 192 and 64 leave 64), a chunk lies wholly
+  /// before or wholly past the tail: it is one unconditional load (a chunk
+  /// past the tail reads the group's first chunk, always in bounds) and a
+  /// select, with no branch. A masked load instead becomes one branch and
+  /// one memory round trip per element in the AMDGPU backend.
+  Value loadTailVector(Value memref, Value base, Value column, int64_t count,
+                       Type elementType, int64_t align);
   /// Picks `[start, start + size)` of a vector, or concatenates two.
   Value slice(Value v, int64_t start, int64_t size);
   Value concat(Value x, Value y);

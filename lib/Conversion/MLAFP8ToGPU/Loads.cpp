@@ -39,9 +39,11 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
     for (int64_t c = 0; c < p.chunksPerLane; ++c) {
       Value column = mul(add(laneInRow, c * p.lanesPerRow), kChunkColumns);
       // Columns past K read as zero.
-      Value valid = partial ? tailValid(column, kChunkColumns) : Value();
-      loads.push_back(loadVector(x, add(rowOffset, column), kChunkColumns,
-                                 p.xType, p.xAlign, valid));
+      loads.push_back(
+          partial ? loadTailVector(x, rowOffset, column, kChunkColumns,
+                                   p.xType, p.xAlign)
+                  : loadVector(x, add(rowOffset, column), kChunkColumns,
+                               p.xType, p.xAlign));
     }
   }
   // X first: its round trip is the critical one (the quantization and its
@@ -59,9 +61,12 @@ SmallVector<Value> KernelEmitter::loadGroup(Value k0, bool partial) {
     Value rowStart = mul(add(mul(batch, p.n), column), p.k);
     for (int64_t u = 0; u < p.unitsPerGroup; ++u) {
       Value kInGroup = operandK(laneGroup, u);
-      Value valid = partial ? tailValid(kInGroup, p.unitBytes) : Value();
-      loads.push_back(loadVector(w, add(add(rowStart, k0), kInGroup),
-                                 p.unitBytes, i8Type, p.wAlign, valid));
+      Value groupStart = add(rowStart, k0);
+      loads.push_back(
+          partial ? loadTailVector(w, groupStart, kInGroup, p.unitBytes,
+                                   i8Type, p.wAlign)
+                  : loadVector(w, add(groupStart, kInGroup), p.unitBytes,
+                               i8Type, p.wAlign));
     }
   }
   // Keeps the machine scheduler from moving a use of the first loads (such as

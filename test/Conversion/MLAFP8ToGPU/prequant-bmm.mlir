@@ -159,7 +159,7 @@ func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 
 // -----
 
-// A partial last K-group (K = 200 = 128 + 72): masked loads read zeros past K
+// A partial last K-group (K = 200 = 128 + 72): the loads read zeros past K
 // for X (amax and sum over existing columns only) and for W. N = 40 is not a
 // multiple of block_n: W rows are clamped and stores masked by column too.
 // CHECK-LABEL: gpu.func @mla_fp8_n40_k200_g128_bf16_gfx942_r1_inf
@@ -168,8 +168,16 @@ func.func @vup(%x: tensor<?x16x512xf16>, %w: tensor<16x128x512xf8E4M3FNUZ>,
 // CHECK-NOT: vector.maskedload
 // CHECK: gpu.barrier
 // CHECK: amdgpu.mfma 32x32x16
-// CHECK: %[[XM:.+]] = arith.cmpi sgt, %{{.+}}, %{{.+}} : vector<8xi32>
-// CHECK: vector.maskedload %{{.+}}[%{{.+}}], %[[XM]], %{{.+}} : memref<2147483647xbf16, {{.*}}>, vector<8xi1>, vector<8xbf16> into vector<8xbf16>
+// X's chunks of 8 columns lie wholly before or wholly past the 72-column
+// tail: each is one unconditional load (a chunk past the tail reads the
+// group's first chunk) and a select of zeros, no masked load.
+// CHECK: %[[XIN:.+]] = arith.cmpi ult, %{{.+}}, %c72 : index
+// CHECK: %[[XCOL:.+]] = arith.select %[[XIN]], %{{.+}}, %c0 : index
+// CHECK: %[[XOFF:.+]] = arith.addi %{{.+}}, %[[XCOL]] : index
+// CHECK: %[[XV:.+]] = vector.load %{{.+}}[%[[XOFF]]] {{.*}} : memref<2147483647xbf16, {{.*}}>, vector<8xbf16>
+// CHECK: arith.select %[[XIN]], %[[XV]], %{{.+}} : vector<8xbf16>
+// W's 16-byte units straddle it (72 = 4.5 units): masked loads.
+// CHECK-NOT: vector.maskedload {{.*}} vector<8xbf16>
 // CHECK: %[[WM:.+]] = arith.cmpi sgt, %{{.+}}, %{{.+}} : vector<16xi32>
 // CHECK: vector.maskedload %{{.+}}[%{{.+}}], %[[WM]], %{{.+}} : memref<2147483647xi8, {{.*}}>, vector<16xi1>, vector<16xi8> into vector<16xi8>
 // CHECK: amdgpu.mfma 32x32x16

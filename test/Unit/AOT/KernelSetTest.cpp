@@ -46,31 +46,55 @@ TEST(Presets, PublishedDimensions) {
   EXPECT_EQ(glm->dims.qkNopeHeadDim, 192);
   EXPECT_EQ(glm->dims.vHeadDim, 256);
   EXPECT_EQ(lookupModelPreset("glm-4.7-flash")->dims.heads, 20);
-  EXPECT_EQ(getModelPresets().size(), 11u);
+  // MiniCPM3: K-up's K = 64, less than one group.
+  const ModelPreset *minicpm = lookupModelPreset("minicpm3-4b");
+  ASSERT_NE(minicpm, nullptr);
+  EXPECT_EQ(minicpm->dims.heads, 40);
+  EXPECT_EQ(minicpm->dims.kvLoraRank, 256);
+  EXPECT_EQ(minicpm->dims.qkNopeHeadDim, 64);
+  EXPECT_EQ(minicpm->dims.vHeadDim, 64);
+  // DeepSeek-V4: no absorb bmms; 128 heads of 512 in 16 output groups, each
+  // projected to 1024.
+  const ModelPreset *v4 = lookupModelPreset("deepseek-v4-pro");
+  ASSERT_NE(v4, nullptr);
+  EXPECT_FALSE(v4->dims.hasAbsorbBmms());
+  EXPECT_EQ(v4->dims.heads, 128);
+  EXPECT_EQ(v4->dims.outputGroups, 16);
+  EXPECT_EQ(v4->dims.outputLoraRank, 1024);
+  EXPECT_EQ(v4->dims.headDim, 512);
+  EXPECT_EQ(lookupModelPreset("deepseek-v4-flash")->dims.outputGroups, 8);
+  EXPECT_EQ(getModelPresets().size(), 14u);
   // Every preset names its source and usual TP degrees, each dividing the
   // heads.
   for (const ModelPreset &preset : getModelPresets()) {
     EXPECT_FALSE(preset.source.empty()) << preset.name.str();
     EXPECT_FALSE(preset.usualTp.empty()) << preset.name.str();
     for (int64_t tp : preset.usualTp)
-      EXPECT_EQ(preset.dims.heads % tp, 0) << preset.name.str() << " TP " << tp;
+      EXPECT_TRUE(preset.dims.splitsOver(tp))
+          << preset.name.str() << " TP " << tp;
   }
   EXPECT_EQ(lookupModelPreset("llama"), nullptr);
   EXPECT_EQ(describeModelPresets(),
             "deepseek-v2-lite (bf16), deepseek-v2 (bf16), deepseek-v3 (bf16), "
             "deepseek-r1 (bf16), deepseek-v3.2 (bf16), kimi-k2 (bf16), "
             "kimi-k2.5 (bf16), kimi-k3 (bf16), kimi-linear-48b (bf16), "
-            "glm-5 (bf16), glm-4.7-flash (bf16)");
+            "glm-5 (bf16), glm-4.7-flash (bf16), minicpm3-4b (bf16), "
+            "deepseek-v4-pro (bf16), deepseek-v4-flash (bf16)");
   EXPECT_EQ(describeUnknownModel("llama"),
             "unknown model 'llama'; known models: deepseek-v2-lite, "
             "deepseek-v2, deepseek-v3, deepseek-r1, deepseek-v3.2, kimi-k2, "
-            "kimi-k2.5, kimi-k3, kimi-linear-48b, glm-5, glm-4.7-flash");
+            "kimi-k2.5, kimi-k3, kimi-linear-48b, glm-5, glm-4.7-flash, "
+            "minicpm3-4b, deepseek-v4-pro, deepseek-v4-flash");
   // The table: one line per preset after the header, each with the
   // projections' shapes.
   std::string table = formatModelPresetTable();
-  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 12);
+  EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 15);
   EXPECT_NE(table.find("glm-5"), std::string::npos);
-  EXPECT_NE(table.find("512,192     256,512"), std::string::npos) << table;
+  EXPECT_NE(table.find("512,192     256,512     -"), std::string::npos)
+      << table;
+  EXPECT_NE(table.find("-           -           16,1024,4096"),
+            std::string::npos)
+      << table;
   EXPECT_NE(table.find("zai-org/GLM-5"), std::string::npos);
 }
 
@@ -133,6 +157,67 @@ TEST(KernelSet, DefaultDegreesThatDoNotDivideAreSkipped) {
   ASSERT_TRUE(static_cast<bool>(groups));
   EXPECT_EQ((*groups)[0].tp, (std::vector<int64_t>{1, 2, 4}));
   EXPECT_EQ((*groups)[0].batches, (std::vector<int64_t>{12, 6, 3}));
+}
+
+TEST(KernelSet, ProjectionsOfEachModel) {
+  auto names = [](const ModelDims &dims) {
+    std::string text;
+    for (const ModelProjection &p : getModelProjections(dims))
+      text += (text.empty() ? "" : " ") + p.name.str() + "(" +
+              std::to_string(p.batchAtTp1) + "," + std::to_string(p.n) + "," +
+              std::to_string(p.k) + ")";
+    return text;
+  };
+  EXPECT_EQ(names(lookupModelPreset("glm-5")->dims),
+            "k_up(64,512,192) v_up(64,256,512)");
+  EXPECT_EQ(names(lookupModelPreset("deepseek-v4-pro")->dims),
+            "wo_a(16,1024,4096)");
+  EXPECT_EQ(names(lookupModelPreset("deepseek-v4-flash")->dims),
+            "wo_a(8,1024,4096)");
+  ModelDims both = lookupModelPreset("deepseek-r1")->dims;
+  both.outputGroups = 16;
+  both.outputLoraRank = 1024;
+  both.headDim = 512;
+  EXPECT_EQ(names(both), "k_up(128,512,128) v_up(128,128,512) "
+                         "wo_a(16,1024,4096)");
+}
+
+TEST(KernelSet, OutputGroupsSplitOverTheRanks) {
+  // DeepSeek-V4-Pro's wo_a: B = 16 / TP, one group per chip and in-type.
+  KernelSetOptions options;
+  options.model = "deepseek-v4-pro";
+  options.dims = lookupModelPreset("deepseek-v4-pro")->dims;
+  options.chips = {"gfx950"};
+  options.inTypes = {"bf16"};
+  auto groups = buildKernelSet(options);
+  ASSERT_TRUE(static_cast<bool>(groups)) << llvm::toString(groups.takeError());
+  ASSERT_EQ(groups->size(), 1u);
+  EXPECT_EQ((*groups)[0].projection, "wo_a");
+  EXPECT_EQ((*groups)[0].kernel.n, 1024);
+  EXPECT_EQ((*groups)[0].kernel.k, 4096);
+  EXPECT_EQ((*groups)[0].batches, (std::vector<int64_t>{16, 8, 4, 2}));
+  EXPECT_EQ((*groups)[0].tp, (std::vector<int64_t>{1, 2, 4, 8}));
+  // A degree must split the output groups too: 16 heads of V4-Flash's 64
+  // would divide, its 8 groups do not.
+  options.dims = lookupModelPreset("deepseek-v4-flash")->dims;
+  options.model = "deepseek-v4-flash";
+  options.tp = {16};
+  options.tpExplicit = true;
+  EXPECT_EQ(errorOf(buildKernelSet(options)),
+            "tensor-parallel degree 16 does not divide the 64 heads and 8 "
+            "output groups of deepseek-v4-flash");
+  // Groups that do not divide the heads, and a model with neither kind of
+  // bmm, are refused.
+  options.tp = {1};
+  options.dims.outputGroups = 3;
+  EXPECT_EQ(errorOf(buildKernelSet(options)),
+            "o_groups 3 does not divide the 64 heads");
+  options.dims = ModelDims{64, 0, 0, 0, 0, 0, 0};
+  EXPECT_EQ(errorOf(buildKernelSet(options)),
+            "kv_lora_rank must be between 1 and 65536, got 0");
+  options.dims = ModelDims{64, 0, 0, 0, 8, 1024, 0};
+  EXPECT_EQ(errorOf(buildKernelSet(options)),
+            "head_dim must be between 1 and 65536, got 0");
 }
 
 TEST(KernelSet, ExplicitDegreeThatDoesNotDivideIsAnError) {

@@ -70,7 +70,8 @@ TEST(ResolveOptions, RejectsEachBadOptionByName) {
   EXPECT_EQ(errorOf(request),
             "unknown model 'llama'; known models: deepseek-v2-lite, "
             "deepseek-v2, deepseek-v3, deepseek-r1, deepseek-v3.2, kimi-k2, "
-            "kimi-k2.5, kimi-k3, kimi-linear-48b, glm-5, glm-4.7-flash");
+            "kimi-k2.5, kimi-k3, kimi-linear-48b, glm-5, glm-4.7-flash, "
+            "minicpm3-4b, deepseek-v4-pro, deepseek-v4-flash");
   request = {};
   request.heads = 0;
   EXPECT_EQ(errorOf(request), "heads must be between 1 and 65536, got 0");

@@ -132,11 +132,30 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
       {8193, 0, 64, 128, 8, k128, 1, 4},     // 1.004
   };
 
+  // DeepSeek-V4's wo_a: N = 1024, K = 4096 (32 groups), at B = 1 to 16 (its
+  // output groups per rank). Few rows leave most CUs idle behind a 32-group
+  // serial chain (16 x 2 workgroups at B = 2, M = 1 without a split): split-K
+  // spreads the chain over the chip, at the cost of the partials' round
+  // trips and the last split's sum. Swept at B = 1, 2, 4, 8, 16 and
+  // M = 1, 4, 16, 64, 256, 1024 over 16x64x4, 16x128x4 (split 1, 4, 8, 16),
+  // 16x128x8, 32x128x8 (1, 2, 4, 8), 32x256x8, 64x128x8 (1, 2, 4) and
+  // 128x256x8 (1, 2); tile-choose --kernels 5 keeps four ranges.
+  // gfx950: worst 1.201 (B = 1, M = 16: 4.82 against 4.01 us of 16x64x4
+  // split 16, which is 1.5x slower at B = 16), mean 1.063. B = 2, M = 1
+  // models 4.79 us (16x128x4 without a split: 21.6 us).
+  static const TileConfig gfx950WoA[] = {
+      {1, 256, 16, 128, 4, k128, 8},     // 1.201
+      {257, 1024, 32, 128, 8, k128, 4},  // 1.001
+      {1025, 2048, 32, 256, 8, k128, 2}, // 1.000
+      {2049, 0, 32, 128, 8, k128},       // 1.069
+  };
+
   static const TileTableEntry table[] = {
       {"gfx942", 512, 128, 128, gfx942KUp},
       {"gfx942", 128, 512, 128, gfx942VUp},
       {"gfx950", 512, 128, 128, gfx950KUp},
       {"gfx950", 128, 512, 128, gfx950VUp},
+      {"gfx950", 1024, 4096, 128, gfx950WoA},
   };
   return table;
 }
