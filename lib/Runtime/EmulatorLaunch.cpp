@@ -58,6 +58,19 @@ EmulatorLauncher::getWorkspace(const KernelEntry &kernel) {
   return *slot;
 }
 
+uint64_t EmulatorLauncher::getWorkspaceSize(const KernelEntry &kernel) {
+  Workspace *workspace = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = workspaces.find(kernel.chip + "/" + kernel.symbol);
+    if (it == workspaces.end())
+      return 0;
+    workspace = it->second.get();
+  }
+  std::lock_guard<std::mutex> lock(workspace->mutex);
+  return workspace->bytes.size();
+}
+
 /// The most bytes one emulated buffer may take: every size is checked
 /// against it before anything is allocated.
 static constexpr uint64_t kMaxEmulatorBufferBytes = uint64_t(16) << 30;

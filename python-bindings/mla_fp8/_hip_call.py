@@ -104,6 +104,15 @@ class Plan:
     def run(self, runtime, X, WQ, w_scale, bias, YQ):
         """The call's launch: the per-call checks, then patch and launch.
         Returns Y."""
+        launch = self.launch
+        if launch is None:
+            # M = 0 or B = 0: nothing is launched, and nothing else either
+            # (no fill of a float w_scale, which a graph capture would
+            # record); a new Y has no elements, so allocates no memory.
+            if YQ is not None:
+                return YQ
+            return self.torch.empty(self.y_shape, dtype=self.y_dtype,
+                                    device=self.device)
         x, w = X.data_ptr(), WQ.data_ptr()
         b = 0 if bias is None else bias.data_ptr()
         if self.scale_is_float:
@@ -123,9 +132,6 @@ class Plan:
             w_scale = torch.full((1,), float(w_scale), dtype=torch.float32,
                                  device=self.device)
             s = w_scale.data_ptr()
-        launch = self.launch
-        if launch is None:  # nothing to compute
-            return Y
         if self.raw_stream is not None:
             stream = self.raw_stream(self.index)
         else:
@@ -370,9 +376,11 @@ def _plan(torch, X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     if "workspace" in kernel.arg_offsets:
         plan.nbytes = kernel.workspace_bytes(m, batch)
         plan.shape = (m, batch)
-    _log.kernel_serves(kernel, f"{device.type}:{index}",
-                       _log.shape(batch, m, n, k, transpose_bm_in,
-                                  transpose_bm))
+    if not empty:
+        # The log says which kernel runs: at M = 0 or B = 0 none does.
+        _log.kernel_serves(kernel, f"{device.type}:{index}",
+                           _log.shape(batch, m, n, k, transpose_bm_in,
+                                      transpose_bm))
     return plan, runtime, cacheable
 
 

@@ -454,11 +454,11 @@ def _call_emulated(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
     _limits.check_launch(kernel, m, batch)
     _limits.check_emulator_sizes(batch, m, n, k,
                                  workspace=kernel.workspace_bytes(m, batch))
-    _log.kernel_serves(kernel, "emulator", _log.shape(
-        batch, m, n, k, transpose_bm_in, transpose_bm))
     Y = np.zeros(y_shape, dtype=np.uint16) if YQ is None else YQ
     if batch == 0 or m == 0:
-        return Y
+        return Y  # nothing to compute: no emulator run, no log line
+    _log.kernel_serves(kernel, "emulator", _log.shape(
+        batch, m, n, k, transpose_bm_in, transpose_bm))
     y = Y.transpose(1, 0, 2) if transpose_bm else Y
     x = x.view(np.uint16)
     try:

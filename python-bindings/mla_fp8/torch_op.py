@@ -22,7 +22,9 @@ the op is called when torch is tracing: torch.compile (dynamo) compiling,
 a torch dispatch mode active (FakeTensorMode, functionalization, make_fx),
 a functorch transform (vmap, grad, functionalize), torch.jit tracing, or an
 argument of a tensor subclass (a FakeTensor, say). A torch lacking one of
-the functions that tell these apart always calls the op.
+the functions that tell these apart always calls the op. A traced call with
+M = 0 or B = 0 has nothing to run: it gives the empty Y (or YQ) without the
+op.
 
 The ops are registered on the first call with torch tensors, never at
 import, and only where torch.library has custom_op and register_fake
@@ -209,12 +211,23 @@ def call(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
         return run(X, WQ, w_scale, group_size, bias, dtype, YQ, transpose_bm,
                    transpose_bm_in, chip)
     op, out_op = ops
+    out_dtype = None
+    if YQ is None:
+        out_dtype = (torch.float16 if serving._out_type(dtype) == "f16" else
+                     torch.bfloat16)
+    batch, m, _, n = serving._shapes(tuple(X.shape), tuple(WQ.shape),
+                                     transpose_bm_in)
+    y_shape = (m, batch, n) if transpose_bm else (batch, m, n)
+    if (batch == 0 or m == 0) and (YQ is None or
+                                   tuple(YQ.shape) == y_shape):
+        # Nothing to compute (a data-parallel rank without tokens): no op
+        # in the traced graph, and no fill of a float w_scale.
+        return YQ if YQ is not None else X.new_empty(y_shape,
+                                                     dtype=out_dtype)
     if not isinstance(w_scale, torch.Tensor):
         w_scale = torch.full((1,), float(w_scale), dtype=torch.float32,
                              device=X.device)
     if YQ is None:
-        out_dtype = (torch.float16 if serving._out_type(dtype) == "f16" else
-                     torch.bfloat16)
         return op(X, WQ, w_scale, group_size, bias, out_dtype, transpose_bm,
                   transpose_bm_in, chip)
     out_op(X, WQ, w_scale, group_size, bias, YQ, transpose_bm,

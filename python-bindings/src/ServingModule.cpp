@@ -263,13 +263,15 @@ public:
                               ": the last stride must be 1 element");
       return std::pair<int64_t, int64_t>(a.strides(0) / 2, a.strides(1) / 2);
     };
+    // Nothing to compute: an empty array's strides are whatever numpy made
+    // them, and nothing reads them.
+    if (b == 0 || m == 0)
+      return 0;
     runtime::PrequantBmmCall call;
     call.batch = b;
     call.m = m;
     std::tie(call.xStrideB, call.xStrideM) = strides(x, e.k, "x");
     std::tie(call.yStrideB, call.yStrideM) = strides(y, e.n, "y");
-    if (b == 0 || m == 0)
-      return 0;
     if (doRowsOverlap(call.yStrideB, b, call.yStrideM, m, e.n))
       throw py::value_error("y strides make distinct rows overlap");
     if (std::string reason = e.checkLaunch(m, b); !reason.empty())

@@ -95,6 +95,9 @@ def make_torch():
             return self._strides == Tensor(self.shape, None, None,
                                            ptr=0)._strides
 
+        def new_empty(self, shape, dtype):
+            return torch.empty(shape, dtype, self.device)
+
         def transpose(self, a, b):
             shape, strides = list(self.shape), list(self._strides)
             shape[a], shape[b] = shape[b], shape[a]

@@ -279,3 +279,50 @@ def test_split_k_workspace_under_capture(gpu, request):
     graph.replay()
     torch.cuda.synchronize()
     assert not bool(y.any())
+
+
+def test_empty_batches_launch_nothing(gpu, request):
+    """M = 0 (a data-parallel rank without tokens) and B = 0: eager,
+    compiled and captured calls launch nothing, a float w_scale is not
+    filled into a tensor, YQ's buffer keeps its values, and a capture that
+    makes only such calls records nothing (torch says the graph is empty),
+    even with split-K kernels and no workspace reserved."""
+    torch, lib = gpu
+    serving.set_bundle(_bundle(request, "MLA_FP8_TEST_SPLIT_K_BUNDLE",
+                               "split_k_bundle"))
+    lib.bundle = serving.get_bundle()
+    w_k, scale = _weights(torch, L, P)
+    w_v, _ = _weights(torch, P, L)
+    big = torch.full((2, B, L), 7.0, dtype=torch.bfloat16, device="cuda")
+    q = torch.randn((2, B, P + ROPE), dtype=torch.bfloat16,
+                    device="cuda")[:0, :, :P]
+    latent = torch.randn((B, 0, L), dtype=torch.bfloat16, device="cuda")
+    no_heads = torch.randn((0, 3, L), dtype=torch.bfloat16, device="cuda")
+
+    def calls(q, latent, no_heads, out):
+        # vLLM's K-up into YQ with a float scale, its V-up, and B = 0.
+        return (call(q, w_k, 0.5, YQ=out, transpose_bm=True,
+                     transpose_bm_in=True, chip="gfx942"),
+                call(latent, w_v, scale, transpose_bm=True, chip="gfx942"),
+                call(no_heads, w_v[:0], 0.5, chip="gfx942"))
+
+    def check(results, yq=None):
+        ql, out, none = results
+        assert tuple(ql.shape) == (0, B, L) and (yq is None or ql is yq)
+        assert tuple(out.shape) == (0, B, P) and out.dtype == torch.bfloat16
+        assert tuple(none.shape) == (0, 3, P)
+
+    yq = big[:0]
+    check(calls(q, latent, no_heads, yq), yq)
+    torch._dynamo.reset()  # pylint: disable=protected-access
+    compiled = torch.compile(calls, fullgraph=True, dynamic=True)
+    check(compiled(q, latent, no_heads, yq))
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with pytest.warns(UserWarning, match="CUDA Graph is empty"):
+        with torch.cuda.graph(graph):
+            results = calls(q, latent, no_heads, yq)
+    check(results, yq)
+    assert not lib.launches and not lib.mallocs and not lib.memset
+    torch.cuda.synchronize()
+    assert bool((big == 7).all())

@@ -84,38 +84,51 @@ def make_cpu_torch(with_library):
         np.full(shape, value, _STORAGE[dtype.name]), dtype)
     torch.registered, torch.calls = {}, []
     if with_library:
-        class OpDef:
-            def __init__(self, name, mutates_args, fn):
-                self.name, self.mutates_args, self.fn = name, mutates_args, fn
-                self.fake = None
-
-            def register_fake(self, fn):
-                self.fake = fn
-
-            def __call__(self, *args):
-                torch.calls.append((self.name, args))
-                return self.fn(*args)
-
-        def custom_op(name, mutates_args):
-            def register(fn):
-                assert name not in torch.registered, "registered twice"
-                torch.registered[name] = OpDef(name, mutates_args, fn)
-                return torch.registered[name]
-            return register
-
-        torch.library = types.SimpleNamespace(custom_op=custom_op,
-                                              register_fake=object())
-        state = torch.tracing = dict(compiling=False, modes=0,
-                                     interpreter=None, jit=None)
-        torch.compiler = types.SimpleNamespace(
-            is_compiling=lambda: state["compiling"])
-        torch._C = types.SimpleNamespace(
-            _len_torch_dispatch_stack=lambda: state["modes"],
-            _functorch=types.SimpleNamespace(
-                peek_interpreter_stack=lambda: state["interpreter"]),
-            _get_tracing_state=lambda: state["jit"])
+        add_fake_library(torch)
     else:
         torch.library = types.SimpleNamespace()  # 1.13: define/impl only
+    return torch
+
+
+def add_fake_library(torch):
+    """Gives a fake torch module a torch.library whose custom_op records
+    registrations (torch.registered) and op calls (torch.calls) and calls
+    the implementation eagerly, as the dispatcher does outside compilation,
+    and the functions telling whether torch traces, which answer what
+    `torch.tracing` says. Returns the module."""
+    torch.registered, torch.calls = {}, []
+
+    class OpDef:
+        def __init__(self, name, mutates_args, fn):
+            self.name, self.mutates_args, self.fn = name, mutates_args, fn
+            self.fake = None
+
+        def register_fake(self, fn):
+            self.fake = fn
+
+        def __call__(self, *args):
+            torch.calls.append((self.name, args))
+            return self.fn(*args)
+
+    def custom_op(name, mutates_args):
+        def register(fn):
+            assert name not in torch.registered, "registered twice"
+            torch.registered[name] = OpDef(name, mutates_args, fn)
+            return torch.registered[name]
+        return register
+
+    torch.library = types.SimpleNamespace(custom_op=custom_op,
+                                          register_fake=object())
+    state = torch.tracing = dict(compiling=False, modes=0, interpreter=None,
+                                 jit=None)
+    torch.compiler = types.SimpleNamespace(
+        is_compiling=lambda: state["compiling"])
+    c = getattr(torch, "_C", None) or types.SimpleNamespace()
+    c._len_torch_dispatch_stack = lambda: state["modes"]
+    c._functorch = types.SimpleNamespace(
+        peek_interpreter_stack=lambda: state["interpreter"])
+    c._get_tracing_state = lambda: state["jit"]
+    torch._C = c
     return torch
 
 

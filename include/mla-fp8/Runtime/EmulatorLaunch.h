@@ -53,6 +53,10 @@ public:
     fullTiming = full;
   }
 
+  /// Bytes of the split-K workspace kept for `kernel`: 0 until a launch of
+  /// it has needed one (a launch of M = 0 or B = 0 never does).
+  uint64_t getWorkspaceSize(const KernelEntry &kernel);
+
 private:
   /// A split-K kernel's workspace, kept across launches as a server keeps it.
   struct Workspace {
