@@ -225,6 +225,30 @@ TEST(KernelEmulator, Gfx950EveryKernelNaNAndInfRows) {
   runCase(vup);
 }
 
+TEST(KernelEmulator, PartialGroupShapesNaNAndInfRows) {
+  // GLM-5's K-up (K = 192: a full group and a 64-column tail) and
+  // MiniCPM3's (K = 64: the tail alone), through the tile table's kernels on
+  // both chips, at M on both sides of range edges: a NaN row and an Inf row
+  // give NaN rows of Y, other rows and all-zero groups match the reference
+  // (the tail's chunks past K read as zeros, not as the next row's values).
+  for (const char *chip : {"gfx942", "gfx950"}) {
+    Case glm;
+    glm.chip = chip;
+    glm.B = 8;
+    glm.N = 512;
+    glm.K = 192;
+    glm.specials = true;
+    glm.ms = {1, 5, 160, 161};
+    runCase(glm);
+    Case minicpm = glm;
+    minicpm.B = 5;
+    minicpm.N = 256;
+    minicpm.K = 64;
+    minicpm.ms = {1, 3, 128, 129};
+    runCase(minicpm);
+  }
+}
+
 TEST(KernelEmulator, PerBatchBiasF16TokenMajor) {
   Case c;
   c.N = 128;

@@ -150,12 +150,93 @@ ArrayRef<TileTableEntry> mlir::mlafp8::getTileTable() {
       {2049, 0, 32, 128, 8, k128},       // 1.069
   };
 
+  // gfx942 wo_a (candidates as gfx950's, less the ones gfx950 never picked;
+  // M = 1, 16, 256, 1024): worst 1.093, mean 1.012. B = 2, M = 1 models
+  // 4.77 us (16x32x2 without a split, the heuristic tile: 18.6 us).
+  static const TileConfig gfx942WoA[] = {
+      {1, 128, 16, 64, 4, k16, 8},      // 1.062
+      {129, 1024, 32, 128, 8, k16, 4},  // 1.093
+      {1025, 2048, 32, 256, 8, k16, 2}, // 1.000
+      {2049, 4096, 32, 256, 8, k16},    // 1.000
+      {4097, 0, 64, 128, 8, k16},       // 1.000
+  };
+
+  // GLM-5 and GLM-4.7-Flash (B = 5 to 64) and MiniCPM3-4B (B = 5 to 40),
+  // M = 1, 4, 16, 64, 256, 1024. Their K-up has a partial last K-group
+  // (K = 192: 128 + 64; K = 64: the partial group alone), loaded without a
+  // branch (EmitterBase::loadTailVector). K-up candidates 16x32x2, 16x64x2/4,
+  // 16x128x4/8, 32x128x8, 32x256x8, 128x256x8 (and 16x64x4, 16x128x4 with
+  // stages 2) for GLM; 16x32x1/2, 16x64x2/4, 16x128x4, 16x256x4, 32x128x8,
+  // 32x256x8, 64x256x8 for MiniCPM3. V-up candidates (stages 4 for GLM's
+  // four groups, 2 for MiniCPM3's two) 16x32x2, 16x64x4, 16x128x4,
+  // 16x256x4/8, 32x128x8, 32x256x8, 64x128x8, 64x256x8 for GLM (N = 256);
+  // 16x16x1, 16x32x1/2, 16x64x2/4, 32x64x4, 64x64x8 for MiniCPM3 (N = 64).
+  static const TileConfig gfx942GlmKUp[] = {
+      {1, 2048, 16, 128, 4, k16},    // 1.042
+      {2049, 4096, 32, 256, 8, k16}, // 1.000
+      {4097, 5120, 16, 128, 4, k16}, // 1.000
+      {5121, 0, 32, 256, 8, k16},    // 1.000
+  };
+  static const TileConfig gfx942GlmVUp[] = {
+      {1, 1024, 16, 64, 4, k16, 1, 4},     // 1.004
+      {1025, 2048, 16, 128, 4, k16, 1, 4}, // 1.000
+      {2049, 4096, 32, 128, 8, k16, 1, 4}, // 1.000
+      {4097, 8192, 32, 256, 8, k16, 1, 4}, // 1.000
+      {8193, 0, 64, 256, 8, k16, 1, 4},    // 1.000
+  };
+  static const TileConfig gfx950GlmKUp[] = {
+      {1, 1280, 16, 64, 4, k128},     // 1.019
+      {1281, 8192, 32, 128, 8, k128}, // 1.014
+      {8193, 0, 128, 256, 8, k64},    // 1.000
+  };
+  static const TileConfig gfx950GlmVUp[] = {
+      {1, 1024, 16, 64, 4, k128, 1, 4},     // 1.009
+      {1025, 2048, 16, 128, 4, k128, 1, 4}, // 1.000
+      {2049, 4096, 32, 128, 8, k128, 1, 4}, // 1.000
+      {4097, 8192, 32, 256, 8, k128, 1, 4}, // 1.000
+      {8193, 0, 64, 256, 8, k128, 1, 4},    // 1.000
+  };
+  static const TileConfig gfx942MiniCpmKUp[] = {
+      {1, 640, 16, 64, 4, k16},     // 1.000
+      {641, 1280, 16, 128, 4, k16}, // 1.000
+      {1281, 0, 16, 256, 4, k16},   // 1.000
+  };
+  static const TileConfig gfx942MiniCpmVUp[] = {
+      {1, 10240, 16, 64, 4, k16, 1, 2}, // 1.000
+      {10241, 0, 32, 64, 4, k16, 1, 2}, // 1.000
+  };
+  static const TileConfig gfx950MiniCpmKUp[] = {
+      {1, 640, 16, 64, 4, k128},      // 1.000
+      {641, 1280, 16, 128, 4, k128},  // 1.000
+      {1281, 2560, 16, 256, 4, k128}, // 1.000
+      {2561, 10240, 16, 128, 4, k128}, // 1.000
+      {10241, 20480, 32, 256, 8, k128}, // 1.000
+      // Past the sweep's rows only B = 40, M = 1024 lies: there 64x128x4
+      // with the large MFMA models 7.64 us against 9.42 for 32x256x8 and
+      // 8.14 for the heuristic's 128x128x4 (a sweep of those three and
+      // 64x256x8 at B = 20 and 40, M = 1024).
+      {20481, 0, 64, 128, 4, k64},
+  };
+  static const TileConfig gfx950MiniCpmVUp[] = {
+      {1, 10240, 16, 64, 4, k128, 1, 2}, // 1.000
+      {10241, 0, 32, 64, 4, k128, 1, 2}, // 1.000
+  };
+
   static const TileTableEntry table[] = {
       {"gfx942", 512, 128, 128, gfx942KUp},
       {"gfx942", 128, 512, 128, gfx942VUp},
       {"gfx950", 512, 128, 128, gfx950KUp},
       {"gfx950", 128, 512, 128, gfx950VUp},
+      {"gfx942", 1024, 4096, 128, gfx942WoA},
       {"gfx950", 1024, 4096, 128, gfx950WoA},
+      {"gfx942", 512, 192, 128, gfx942GlmKUp},
+      {"gfx942", 256, 512, 128, gfx942GlmVUp},
+      {"gfx950", 512, 192, 128, gfx950GlmKUp},
+      {"gfx950", 256, 512, 128, gfx950GlmVUp},
+      {"gfx942", 256, 64, 128, gfx942MiniCpmKUp},
+      {"gfx942", 64, 256, 128, gfx942MiniCpmVUp},
+      {"gfx950", 256, 64, 128, gfx950MiniCpmKUp},
+      {"gfx950", 64, 256, 128, gfx950MiniCpmVUp},
   };
   return table;
 }
